@@ -1,0 +1,1 @@
+"""Property-based conformance suites for Cascade gateways, keyed by invariant ID."""

@@ -1,0 +1,129 @@
+"""The decoded journal of every request the fake language server received.
+
+Each entry keeps the raw bytes, the headers, the decoded message as a field-named dict, the
+unknown fields found in it and the outcome (OK, or the status the fake answered with). Entries
+are kept in memory for Python callers and, when a path is given, appended to a JSONL file as
+they arrive so other processes can read them.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fakels._decode import UnknownField
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    seq: int
+    time: float
+    transport: str
+    method: str
+    path: str
+    headers: Mapping[str, str]
+    raw: bytes
+    request: dict[str, Any] | None
+    unknown_fields: tuple[UnknownField, ...] = ()
+    status: str = "OK"
+    error: str = ""
+    response: dict[str, Any] | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def rejected(self) -> bool:
+        return self.status != "OK"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "time": self.time,
+            "transport": self.transport,
+            "method": self.method,
+            "path": self.path,
+            "headers": dict(self.headers),
+            "raw_b64": base64.b64encode(self.raw).decode("ascii"),
+            "raw_len": len(self.raw),
+            "request": self.request,
+            "unknown_fields": [u.to_json() for u in self.unknown_fields],
+            "status": self.status,
+            "error": self.error,
+            "response": self.response,
+            "notes": list(self.notes),
+        }
+
+
+class Journal:
+    """Thread-safe, append-only record of requests. Queries return snapshots."""
+
+    def __init__(self, jsonl_path: Path | None = None) -> None:
+        self._entries: list[JournalEntry] = []
+        self._lock = threading.Lock()
+        self._jsonl_path = jsonl_path
+        if jsonl_path is not None:
+            jsonl_path.parent.mkdir(parents=True, exist_ok=True)
+            jsonl_path.write_text("", encoding="utf-8")
+
+    def next_seq(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    def append(self, entry: JournalEntry) -> JournalEntry:
+        with self._lock:
+            entry = _with_seq(entry, len(self._entries))
+            self._entries.append(entry)
+            if self._jsonl_path is not None:
+                with self._jsonl_path.open("a", encoding="utf-8") as sink:
+                    sink.write(json.dumps(entry.to_json(), ensure_ascii=False) + "\n")
+        return entry
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            if self._jsonl_path is not None:
+                self._jsonl_path.write_text("", encoding="utf-8")
+
+    def entries(self, method: str | None = None, *, since: int = 0) -> list[JournalEntry]:
+        with self._lock:
+            snapshot = self._entries[since:]
+        return [e for e in snapshot if method is None or e.method == method]
+
+    def requests(self, method: str) -> list[dict[str, Any]]:
+        """Decoded request dicts of the accepted calls to ``method``, oldest first."""
+        return [e.request for e in self.entries(method) if e.request is not None and not e.rejected]
+
+    def last(self, method: str) -> JournalEntry:
+        found = self.entries(method)
+        if not found:
+            seen = sorted({e.method for e in self.entries()})
+            raise LookupError(f"no {method} request in the journal (methods seen: {seen or 'none'})")
+        return found[-1]
+
+    def methods(self) -> list[str]:
+        return [e.method for e in self.entries()]
+
+    def rejected(self) -> list[JournalEntry]:
+        return [e for e in self.entries() if e.rejected]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    def __iter__(self) -> Iterator[JournalEntry]:
+        return iter(self.entries())
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Entries written by a journal to ``path``, as dicts (``raw_b64`` holds the bytes)."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _with_seq(entry: JournalEntry, seq: int) -> JournalEntry:
+    from dataclasses import replace
+
+    return replace(entry, seq=seq)

@@ -1,0 +1,65 @@
+"""Shared fixtures: a fake LS per test on loopback ports chosen by the OS, gRPC stubs, and
+the Hypothesis profiles (``ci`` is the default: derandomized, bounded, no deadline)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import grpc
+import pytest
+from hypothesis import HealthCheck, settings
+
+from conformance.catalogue import invariant
+from fakels.proto.exa.language_server_pb import language_server_pb2_grpc as ls_grpc
+from fakels.server import FakeLSThread
+
+CSRF_TOKEN = "windsurf-api-csrf-fixed-token"
+
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    max_examples=40,
+    deadline=None,
+    database=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+settings.register_profile(
+    "thorough",
+    max_examples=500,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for marker in item.iter_markers("invariant"):
+            invariant(marker.args[0])  # fails collection on an unknown ID
+
+
+@pytest.fixture
+def fake_ls() -> Iterator[FakeLSThread]:
+    """A fresh fake LS with CSRF checking, gRPC on an OS-chosen loopback port."""
+    with FakeLSThread(csrf_token=CSRF_TOKEN) as fake:
+        yield fake
+
+
+@pytest.fixture
+def channel(fake_ls: FakeLSThread) -> Iterator[grpc.Channel]:
+    with grpc.insecure_channel(fake_ls.address) as chan:
+        yield chan
+
+
+@pytest.fixture
+def stub(channel: grpc.Channel) -> ls_grpc.LanguageServerServiceStub:
+    return ls_grpc.LanguageServerServiceStub(channel)
+
+
+@pytest.fixture
+def csrf() -> list[tuple[str, str]]:
+    """Call metadata carrying the CSRF token the fake expects."""
+    return [("x-codeium-csrf-token", CSRF_TOKEN)]
