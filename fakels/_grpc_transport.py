@@ -7,6 +7,7 @@ or several; decoding happens in :mod:`fakels.service` where unknown fields survi
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -44,6 +45,11 @@ class _Handler(grpc.GenericRpcHandler):
         try:
             async for message in requests:
                 messages.append(message)
+        except asyncio.CancelledError:
+            # The client reset the stream or closed the connection mid-request: journal the call
+            # (handle() does not suspend for a rejected call), then let grpcio finish cancelling.
+            await self._core.handle(IncomingCall("grpc", path, headers, messages, cancelled=True))
+            raise
         except Exception as exc:  # grpcio surfaces transport-level read failures here
             framing_error = f"{type(exc).__name__}: {exc}"
         call = IncomingCall("grpc", path, headers, messages, framing_error)
@@ -79,8 +85,11 @@ async def start_grpc_server(core: FakeLanguageServer, host: str, port: int) -> t
     """Start a grpc.aio server for ``core`` on ``host:port`` (0 = any free port)."""
     server = aio.server(options=_SERVER_OPTIONS)
     server.add_generic_rpc_handlers([_Handler(core)])
-    bound = server.add_insecure_port(f"{host}:{port}")
+    try:
+        bound = server.add_insecure_port(f"{host}:{port}")
+    except RuntimeError:  # grpc.aio raises where the sync server returns 0
+        bound = 0
     if bound == 0:
-        raise OSError(f"fakels: cannot listen on {host}:{port} (port in use?)")
+        raise OSError(f"cannot listen on {host}:{port} (port in use?)")
     await server.start()
     return server, bound

@@ -1,0 +1,34 @@
+"""Helpers for tests that run fakels as a separate process."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+
+import grpc
+
+
+def free_port() -> int:
+    """A port the OS just handed out on loopback (closed again, so a child can bind it)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def wait_for_grpc(address: str, proc: subprocess.Popen[bytes] | None = None, timeout_s: float = 25.0) -> None:
+    """Wait until an h2c handshake succeeds, as gateways probe a freshly spawned LS; fail at once
+    with the child's stderr if it exits first."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if proc is not None and proc.poll() is not None:
+            err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+            raise RuntimeError(f"the LS process exited with {proc.returncode} before serving: {err}")
+        with grpc.insecure_channel(address) as channel:
+            try:
+                grpc.channel_ready_future(channel).result(timeout=0.5)
+                return
+            except grpc.FutureTimeoutError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"nothing answered on {address} within {timeout_s} s") from None
