@@ -39,6 +39,8 @@ class IncomingCall:
     headers: Mapping[str, str]
     messages: Sequence[bytes]
     framing_error: str | None = None
+    # The client went away (RST_STREAM, closed connection) before the request was complete.
+    cancelled: bool = False
 
 
 @dataclass(frozen=True)
@@ -100,13 +102,15 @@ class FakeLanguageServer:
         if isinstance(answer, RawPayload):
             return self._record(base, decoded, Reply(payloads=(answer.data,)), note="malformed response sent on purpose")
         replies = answer if isinstance(answer, list) else [answer]
-        await asyncio.sleep(0)
-        return self._record(
+        reply = self._record(
             base,
             decoded,
             Reply(payloads=tuple(m.SerializeToString() for m in replies)),
             response=message_to_dict(replies[0]) if len(replies) == 1 else {"stream": [message_to_dict(m) for m in replies]},
         )
+        # Yield only once the call is journaled: a cancellation arriving here cannot lose the entry.
+        await asyncio.sleep(0)
+        return reply
 
     # ------------------------------------------------------------------ checks
 
@@ -116,6 +120,12 @@ class FakeLanguageServer:
             return Reply(
                 grpc.StatusCode.UNIMPLEMENTED,
                 f"fakels: unknown method {call.path!r}; the service {SERVICE_NAME} has: {known}",
+            )
+        if call.cancelled:
+            return Reply(
+                grpc.StatusCode.CANCELLED,
+                "fakels: the client cancelled the call or closed the connection before the request was complete "
+                f"({len(call.messages)} complete request messages received)",
             )
         if call.framing_error is not None:
             return Reply(grpc.StatusCode.INVALID_ARGUMENT, f"fakels: malformed request framing: {call.framing_error}")
