@@ -20,23 +20,27 @@ class Invariant:
 
 _ENTRIES = (
     Invariant(
-        "WIRE-1", "WIRE",
+        "WIRE-1",
+        "WIRE",
         "Every RPC of the cascade flow decodes field for field as real clients encode it.",
         "wire.md",
     ),
     Invariant(
-        "WIRE-2", "WIRE",
+        "WIRE-2",
+        "WIRE",
         "Unknown fields survive decoding and are reported in the journal (protocol drift).",
         "wire.md",
     ),
     Invariant(
-        "WIRE-3", "WIRE",
+        "WIRE-3",
+        "WIRE",
         "Malformed frames or protobuf get a clean gRPC error; the server stays up; the journal records the "
         "rejected request.",
         "wire.md",
     ),
     Invariant(
-        "WIRE-4", "WIRE",
+        "WIRE-4",
+        "WIRE",
         "Stateful semantics: steps are cumulative from the requested offset, planner text grows append-only, run "
         "status goes RUNNING then IDLE, generator metadata honours its offset, an expired cascade answers with text "
         "the real clients classify as expired.",

@@ -56,8 +56,7 @@ def decode(message_type: type[Message], raw: bytes) -> Decoded:
         message.ParseFromString(raw)
     except DecodeError as exc:
         raise RequestDecodeError(
-            f"proto: cannot parse invalid wire-format data for {message.DESCRIPTOR.full_name} "
-            f"({len(raw)} bytes): {exc}"
+            f"proto: cannot parse invalid wire-format data for {message.DESCRIPTOR.full_name} ({len(raw)} bytes): {exc}"
         ) from exc
     unknown: list[UnknownField] = []
     fields = message_to_dict(message, path="", unknown=unknown)
@@ -78,7 +77,9 @@ def message_to_dict(
         else:
             out[field.name] = _value_to_json(field, value, field_path, unknown)
     if unknown is not None:
-        for item in UnknownFieldSet(message):
+        unknown_set = UnknownFieldSet(message)
+        for index in range(len(unknown_set)):
+            item = unknown_set[index]
             unknown.append(
                 UnknownField(
                     path=path or "<root>",
@@ -90,12 +91,11 @@ def message_to_dict(
     return out
 
 
-def _value_to_json(
-    field: FieldDescriptor, value: Any, path: str, unknown: list[UnknownField] | None
-) -> JsonValue:
+def _value_to_json(field: FieldDescriptor, value: Any, path: str, unknown: list[UnknownField] | None) -> JsonValue:
     if field.type == FieldDescriptor.TYPE_MESSAGE:
         return message_to_dict(value, path=path, unknown=unknown)
     if field.type == FieldDescriptor.TYPE_ENUM:
+        assert field.enum_type is not None
         known = field.enum_type.values_by_number.get(value)
         return known.name if known is not None else value
     if field.type == FieldDescriptor.TYPE_BYTES:
@@ -109,4 +109,6 @@ def _unknown_value(wire_type: int, data: Any) -> JsonValue:
     if isinstance(data, int):
         return data
     # A group: an UnknownFieldSet of its own.
-    return [{"number": f.field_number, "wire_type": f.wire_type, "value": _unknown_value(f.wire_type, f.data)} for f in data]
+    return [
+        {"number": f.field_number, "wire_type": f.wire_type, "value": _unknown_value(f.wire_type, f.data)} for f in data
+    ]

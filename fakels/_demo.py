@@ -34,14 +34,26 @@ def play_turn(address: str, token: str, prompt: str, poll_interval_s: float = 0.
     """One fresh cascade turn: warm-up, StartCascade, Send, poll to the done rule, usage."""
     md = [("x-codeium-csrf-token", token)]
     meta = common.Metadata(
-        ide_name="windsurf", extension_version="2.0.67", api_key="demo-key", locale="en", os="linux",
-        ide_version="2.0.67", hardware="x86_64", request_id=1, session_id=str(uuid.uuid4()), extension_name="windsurf",
+        ide_name="windsurf",
+        extension_version="2.0.67",
+        api_key="demo-key",
+        locale="en",
+        os="linux",
+        ide_version="2.0.67",
+        hardware="x86_64",
+        request_id=1,
+        session_id=str(uuid.uuid4()),
+        extension_name="windsurf",
     )
     started = time.perf_counter()
     with grpc.insecure_channel(address) as channel:
         stub = ls_grpc.LanguageServerServiceStub(channel)
-        stub.InitializeCascadePanelState(ls.InitializeCascadePanelStateRequest(metadata=meta, workspace_trusted=True), metadata=md)
-        stub.AddTrackedWorkspace(ls.AddTrackedWorkspaceRequest(workspace="/home/user/projects/workspace-demo"), metadata=md)
+        stub.InitializeCascadePanelState(
+            ls.InitializeCascadePanelStateRequest(metadata=meta, workspace_trusted=True), metadata=md
+        )
+        stub.AddTrackedWorkspace(
+            ls.AddTrackedWorkspaceRequest(workspace="/home/user/projects/workspace-demo"), metadata=md
+        )
         stub.UpdateWorkspaceTrust(ls.UpdateWorkspaceTrustRequest(metadata=meta, workspace_trusted=True), metadata=md)
         stub.Heartbeat(ls.HeartbeatRequest(metadata=meta), metadata=md)
         cascade_id = stub.StartCascade(
@@ -63,10 +75,20 @@ def play_turn(address: str, token: str, prompt: str, poll_interval_s: float = 0.
         while idle < 2:
             time.sleep(poll_interval_s)
             polls += 1
-            steps = list(stub.GetCascadeTrajectorySteps(ls.GetCascadeTrajectoryStepsRequest(cascade_id=cascade_id), metadata=md).steps)
-            status = stub.GetCascadeTrajectory(ls.GetCascadeTrajectoryRequest(cascade_id=cascade_id), metadata=md).status
+            steps = list(
+                stub.GetCascadeTrajectorySteps(
+                    ls.GetCascadeTrajectoryStepsRequest(cascade_id=cascade_id), metadata=md
+                ).steps
+            )
+            status = stub.GetCascadeTrajectory(
+                ls.GetCascadeTrajectoryRequest(cascade_id=cascade_id), metadata=md
+            ).status
             idle = idle + 1 if status == cortex.CASCADE_RUN_STATUS_IDLE else 0
-        steps = list(stub.GetCascadeTrajectorySteps(ls.GetCascadeTrajectoryStepsRequest(cascade_id=cascade_id), metadata=md).steps)
+        steps = list(
+            stub.GetCascadeTrajectorySteps(
+                ls.GetCascadeTrajectoryStepsRequest(cascade_id=cascade_id), metadata=md
+            ).steps
+        )
         records = stub.GetCascadeTrajectoryGeneratorMetadata(
             ls.GetCascadeTrajectoryGeneratorMetadataRequest(cascade_id=cascade_id), metadata=md
         ).generator_metadata

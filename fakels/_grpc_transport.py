@@ -25,21 +25,19 @@ _SERVER_OPTIONS = [
 ]
 
 
-class _Handler(grpc.GenericRpcHandler):
+class _Handler(grpc.GenericRpcHandler):  # type: ignore[misc]
     def __init__(self, core: FakeLanguageServer) -> None:
         self._core = core
 
     def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
-        path: str = handler_call_details.method  # type: ignore[attr-defined]
-        headers = {key: _header_text(value) for key, value in handler_call_details.invocation_metadata}  # type: ignore[attr-defined]
+        path: str = handler_call_details.method
+        headers = {key: _header_text(value) for key, value in handler_call_details.invocation_metadata}
         rpc = rpc_for_path(path)
         if rpc is not None and rpc.server_streaming:
             return grpc.stream_stream_rpc_method_handler(self._streaming(path, headers))
         return grpc.stream_unary_rpc_method_handler(self._unary(path, headers))
 
-    async def _collect(
-        self, path: str, headers: dict[str, str], requests: AsyncIterator[bytes]
-    ) -> Reply:
+    async def _collect(self, path: str, headers: dict[str, str], requests: AsyncIterator[bytes]) -> Reply:
         messages: list[bytes] = []
         framing_error = None
         try:

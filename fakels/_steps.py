@@ -8,7 +8,6 @@ from typing import Any
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
-from google.protobuf.message_factory import GetMessageClass
 
 from fakels.proto.exa.codeium_common_pb import codeium_common_pb2 as common
 from fakels.proto.exa.cortex_pb import cortex_pb2 as cortex
@@ -41,13 +40,14 @@ def native_body(kind: str, body: Mapping[str, Any]) -> Message:
 
     Raises ``json_format.ParseError`` when ``body`` does not fit the message.
     """
-    descriptor = cortex.CortexTrajectoryStep.DESCRIPTOR.fields_by_name[kind].message_type
-    message = GetMessageClass(descriptor)()
+    message: Message = getattr(cortex.CortexTrajectoryStep(), kind)
     json_format.ParseDict(dict(body), message)
     return message
 
 
-def native_step(kind: str, body: Mapping[str, Any], step_type: int | None, status: int | None) -> cortex.CortexTrajectoryStep:
+def native_step(
+    kind: str, body: Mapping[str, Any], step_type: int | None, status: int | None
+) -> cortex.CortexTrajectoryStep:
     step = cortex.CortexTrajectoryStep(
         type=step_type if step_type is not None else NATIVE_STEP_TYPES.get(kind, 0),  # type: ignore[arg-type]
         status=status if status is not None else StepStatus.CORTEX_STEP_STATUS_PENDING,  # type: ignore[arg-type]
@@ -68,7 +68,9 @@ def user_input_step(prompt: str) -> cortex.CortexTrajectoryStep:
     )
 
 
-def planner_step(response: str, thinking: str, done: bool, modified_response: str | None) -> cortex.CortexTrajectoryStep:
+def planner_step(
+    response: str, thinking: str, done: bool, modified_response: str | None
+) -> cortex.CortexTrajectoryStep:
     body = cortex.CortexStepPlannerResponse(response=response, thinking=thinking)
     if modified_response is not None:
         body.modified_response = modified_response
@@ -83,9 +85,7 @@ def error_step(message: str) -> cortex.CortexTrajectoryStep:
     return cortex.CortexTrajectoryStep(
         type=StepType.CORTEX_STEP_TYPE_ERROR_MESSAGE,
         status=StepStatus.CORTEX_STEP_STATUS_DONE,
-        error_message=cortex.CortexStepErrorMessage(
-            error=cortex.CortexErrorDetails(user_error_message=message)
-        ),
+        error_message=cortex.CortexStepErrorMessage(error=cortex.CortexErrorDetails(user_error_message=message)),
     )
 
 

@@ -48,7 +48,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--scenario", type=Path, help="scenario file (.json, .yaml, .yml)")
     serve.add_argument("--journal", type=Path, help="append every request as JSON lines to this file")
     serve.add_argument(
-        "--max-request-bytes", type=_positive, default=DEFAULT_MAX_REQUEST_BYTES,
+        "--max-request-bytes",
+        type=_positive,
+        default=DEFAULT_MAX_REQUEST_BYTES,
         help=f"reject larger requests with RESOURCE_EXHAUSTED (default {DEFAULT_MAX_REQUEST_BYTES})",
     )
 

@@ -163,7 +163,9 @@ def _parse_document(text: str, suffix: str, source: str) -> Any:
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ScenarioError(f"{source}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from exc
+            raise ScenarioError(
+                f"{source}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+            ) from exc
     raise ScenarioError(f"{source}: unknown scenario format {suffix!r}; use a .json, .yaml or .yml file")
 
 

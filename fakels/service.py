@@ -51,7 +51,7 @@ class Reply:
 
     @property
     def ok(self) -> bool:
-        return self.code == grpc.StatusCode.OK
+        return bool(self.code == grpc.StatusCode.OK)
 
 
 @dataclass
@@ -82,7 +82,13 @@ class FakeLanguageServer:
         rpc = rpc_for_path(call.path)
         method = call.path.rsplit("/", 1)[-1] if rpc is None else rpc.name
         raw = b"".join(call.messages)
-        base = {"transport": call.transport, "method": method, "path": call.path, "headers": dict(call.headers), "raw": raw}
+        base = {
+            "transport": call.transport,
+            "method": method,
+            "path": call.path,
+            "headers": dict(call.headers),
+            "raw": raw,
+        }
 
         rejection = self._check_call(call, rpc, raw)
         if rejection is not None:
@@ -100,13 +106,17 @@ class FakeLanguageServer:
         except LsError as exc:
             return self._record(base, decoded, Reply(exc.code, exc.message))
         if isinstance(answer, RawPayload):
-            return self._record(base, decoded, Reply(payloads=(answer.data,)), note="malformed response sent on purpose")
+            return self._record(
+                base, decoded, Reply(payloads=(answer.data,)), note="malformed response sent on purpose"
+            )
         replies = answer if isinstance(answer, list) else [answer]
         reply = self._record(
             base,
             decoded,
             Reply(payloads=tuple(m.SerializeToString() for m in replies)),
-            response=message_to_dict(replies[0]) if len(replies) == 1 else {"stream": [message_to_dict(m) for m in replies]},
+            response=message_to_dict(replies[0])
+            if len(replies) == 1
+            else {"stream": [message_to_dict(m) for m in replies]},
         )
         # Yield only once the call is journaled: a cancellation arriving here cannot lose the entry.
         await asyncio.sleep(0)
@@ -130,10 +140,14 @@ class FakeLanguageServer:
         if call.framing_error is not None:
             return Reply(grpc.StatusCode.INVALID_ARGUMENT, f"fakels: malformed request framing: {call.framing_error}")
         if len(call.messages) != 1:
-            what = "no complete request message (empty body or truncated frame)" if not call.messages else (
-                f"{len(call.messages)} request messages"
+            what = (
+                "no complete request message (empty body or truncated frame)"
+                if not call.messages
+                else (f"{len(call.messages)} request messages")
             )
-            return Reply(grpc.StatusCode.INVALID_ARGUMENT, f"fakels: {rpc.name} takes exactly one request message, got {what}")
+            return Reply(
+                grpc.StatusCode.INVALID_ARGUMENT, f"fakels: {rpc.name} takes exactly one request message, got {what}"
+            )
         if len(raw) > self.config.max_request_bytes:
             return Reply(
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
@@ -205,8 +219,8 @@ class FakeLanguageServer:
                 return self._override(request.cascade_id, rpc.name) or answer
             case ls.GetCascadeTrajectoryGeneratorMetadataRequest():
                 records = state.generator_metadata(request.cascade_id, request.generator_metadata_offset)
-                answer = ls.GetCascadeTrajectoryGeneratorMetadataResponse(generator_metadata=records)
-                return self._override(request.cascade_id, rpc.name) or answer
+                usage = ls.GetCascadeTrajectoryGeneratorMetadataResponse(generator_metadata=records)
+                return self._override(request.cascade_id, rpc.name) or usage
             case ls.GetUserStatusRequest():
                 return json_format.ParseDict(dict(state.scenario.user_status), ls.GetUserStatusResponse())
             case chat.RawGetChatMessageRequest():

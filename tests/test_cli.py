@@ -29,7 +29,18 @@ def test_serve_plays_a_scripted_turn_and_journals_it(tmp_path: Path) -> None:
     scenario.write_text("turns:\n  - chunks: [{text: 'scripted '}, {text: 'answer'}]\n", encoding="utf-8")
     journal = tmp_path / "journal.jsonl"
     proc = subprocess.Popen(
-        [*FAKELS, "serve", "--port", "0", "--csrf-token", "t0k", "--scenario", str(scenario), "--journal", str(journal)],
+        [
+            *FAKELS,
+            "serve",
+            "--port",
+            "0",
+            "--csrf-token",
+            "t0k",
+            "--scenario",
+            str(scenario),
+            "--journal",
+            str(journal),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -49,8 +60,12 @@ def test_serve_plays_a_scripted_turn_and_journals_it(tmp_path: Path) -> None:
     assert "fakels: stopped" in out
     methods = [entry["method"] for entry in read_jsonl(journal)]
     assert methods[:6] == [
-        "InitializeCascadePanelState", "AddTrackedWorkspace", "UpdateWorkspaceTrust", "Heartbeat",
-        "StartCascade", "SendUserCascadeMessage",
+        "InitializeCascadePanelState",
+        "AddTrackedWorkspace",
+        "UpdateWorkspaceTrust",
+        "Heartbeat",
+        "StartCascade",
+        "SendUserCascadeMessage",
     ]
     send = read_jsonl(journal)[5]
     assert send["request"]["items"] == [{"text": "hello"}]
@@ -78,7 +93,9 @@ def test_bad_arguments_are_one_clear_line_not_a_traceback(args: list[str], expec
 def test_invalid_scenario_file_reports_where(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"turns": [{"chunks": [{"txt": "typo"}]}]}', encoding="utf-8")
-    done = subprocess.run([*FAKELS, "serve", "--scenario", str(bad)], capture_output=True, text=True, timeout=30, check=False)
+    done = subprocess.run(
+        [*FAKELS, "serve", "--scenario", str(bad)], capture_output=True, text=True, timeout=30, check=False
+    )
     assert done.returncode == 2
     assert "at turns/0/chunks/0" in done.stderr
     assert "'txt' was unexpected" in done.stderr
@@ -92,7 +109,9 @@ def test_port_in_use_is_a_clear_error() -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        done = subprocess.run([*FAKELS, "serve", "--port", str(port)], capture_output=True, text=True, timeout=30, check=False)
+        done = subprocess.run(
+            [*FAKELS, "serve", "--port", str(port)], capture_output=True, text=True, timeout=30, check=False
+        )
     assert done.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
     assert "Traceback" not in done.stderr

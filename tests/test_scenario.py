@@ -69,8 +69,10 @@ def test_files_load_in_every_format(tmp_path: Path, suffix: str) -> None:
         ({"turns": [{"fault": {"kind": "meteor"}}]}, "at turns/0/fault/kind: 'meteor' is not one of"),
         ({"cascade_ttl_s": 0}, "at cascade_ttl_s"),
         ({"turns": [{"overrides": [{"rpc": "GetCascadeTrajectory"}]}]}, "at turns/0/overrides/0"),
-        ({"turns": [{"chunks": [{"native": {"kind": "run_command", "body": {"nope": 1}}}]}]},
-         "at turns/0/chunks/0/native/body"),
+        (
+            {"turns": [{"chunks": [{"native": {"kind": "run_command", "body": {"nope": 1}}}]}]},
+            "at turns/0/chunks/0/native/body",
+        ),
         ([], "at <top level>: [] is not of type 'object'"),
     ],
 )

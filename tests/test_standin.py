@@ -13,7 +13,7 @@ import pytest
 
 from fakels._demo import play_turn
 from fakels.journal import read_jsonl
-from fakels.scenario import scenario_to_document, Scenario, Turn, Chunk
+from fakels.scenario import Chunk, Scenario, Turn, scenario_to_document
 from fakels.standin import StandinUsageError, parse_ls_command_line, ports_file, write_standin
 from tests._procs import free_port, wait_for_grpc
 
@@ -34,13 +34,25 @@ def _scrubbed_env(tmp_path: Path) -> dict[str, str]:
 def test_stand_in_serves_and_journals_a_turn_like_the_ls(tmp_path: Path) -> None:
     journal = tmp_path / "journal.jsonl"
     scenario = Scenario(turns=(Turn(chunks=(Chunk(thinking="plan"), Chunk(text="from the stand-in"))),))
-    binary = write_standin(tmp_path / "bin" / "language_server_linux_x64",
-                           scenario_document=scenario_to_document(scenario), journal=journal, control_port=0)
+    binary = write_standin(
+        tmp_path / "bin" / "language_server_linux_x64",
+        scenario_document=scenario_to_document(scenario),
+        journal=journal,
+        control_port=0,
+    )
     port = free_port()
     proc = subprocess.Popen(
-        [str(binary), *GATEWAY_FLAGS[:1], f"--server_port={port}", "--csrf_token=windsurf-api-csrf-fixed-token",
-         *GATEWAY_FLAGS[1:]],
-        env=_scrubbed_env(tmp_path), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [
+            str(binary),
+            *GATEWAY_FLAGS[:1],
+            f"--server_port={port}",
+            "--csrf_token=windsurf-api-csrf-fixed-token",
+            *GATEWAY_FLAGS[1:],
+        ],
+        env=_scrubbed_env(tmp_path),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         cwd=tmp_path,
     )
     try:
@@ -51,7 +63,8 @@ def test_stand_in_serves_and_journals_a_turn_like_the_ls(tmp_path: Path) -> None
         report = json.loads(ports_file(binary).read_text(encoding="utf-8"))
         assert report["grpc"] == port
         assert report["pid"] == proc.pid
-        assert isinstance(report["control"], int) and report["control"] > 0
+        assert isinstance(report["control"], int)
+        assert report["control"] > 0
         assert report["ignored_flags"] == GATEWAY_FLAGS
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -66,8 +79,12 @@ def test_stand_in_serves_and_journals_a_turn_like_the_ls(tmp_path: Path) -> None
 def test_stand_in_checks_the_token_it_was_given(tmp_path: Path) -> None:
     binary = write_standin(tmp_path / "ls")
     port = free_port()
-    proc = subprocess.Popen([str(binary), f"--server_port={port}", "--csrf_token", "right"],
-                            env=_scrubbed_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [str(binary), f"--server_port={port}", "--csrf_token", "right"],
+        env=_scrubbed_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         wait_for_grpc(f"127.0.0.1:{port}", proc)
         import grpc
@@ -83,8 +100,14 @@ def test_stand_in_checks_the_token_it_was_given(tmp_path: Path) -> None:
 
 def test_stand_in_without_a_port_fails_clearly(tmp_path: Path) -> None:
     binary = write_standin(tmp_path / "ls")
-    done = subprocess.run([str(binary), "--csrf_token=x"], env=_scrubbed_env(tmp_path),
-                          capture_output=True, text=True, timeout=30, check=False)
+    done = subprocess.run(
+        [str(binary), "--csrf_token=x"],
+        env=_scrubbed_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     assert done.returncode == 2
     assert "missing --server_port" in done.stderr
     assert "Traceback" not in done.stderr
@@ -110,8 +133,12 @@ def test_ls_command_line(argv: list[str], port: int, token: str | None, ignored:
 
 @pytest.mark.parametrize(
     ("argv", "message"),
-    [([], "missing --server_port"), (["--server_port=x"], "must be a number"), (["--server_port=99999"], "out of range"),
-     (["--server_port"], "needs a value")],
+    [
+        ([], "missing --server_port"),
+        (["--server_port=x"], "must be a number"),
+        (["--server_port=99999"], "out of range"),
+        (["--server_port"], "needs a value"),
+    ],
 )
 def test_bad_ls_command_lines(argv: list[str], message: str) -> None:
     with pytest.raises(StandinUsageError, match=message):
