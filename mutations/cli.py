@@ -1,0 +1,78 @@
+"""The ``cascade-mutations`` command: ``verify`` (run mutations) and ``check`` (static checks)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from mutations.matrix import coverage_problems, invariants_with_tests, kill_matrix, write_report
+from mutations.runner import EXIT_MISBEHAVED, EXIT_NO_VERDICT, EXIT_OK, NoVerdict, verify
+from mutations.spec import Spec, SpecError, default_spec_paths, load_spec, static_problems
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="cascade-mutations", description="Mutation specs that pin each invariant.")
+    parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: the current folder)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("verify", help="apply each mutation in a disposable copy and check the named tests catch it")
+    run.add_argument("specs", nargs="*", type=Path, help="spec files (default: every spec under mutations/)")
+    run.add_argument("--keep-going", action="store_true", help="run every mutation even after one misbehaves")
+    run.add_argument("--timeout", type=float, default=900.0, help="seconds one test run may take (default 900)")
+    run.add_argument("--report", type=Path, default=Path("reports/mutations"), help="where to write the kill matrix")
+    check = sub.add_parser("check", help="static checks only: schema, anchors, files, tests, coverage")
+    check.add_argument("specs", nargs="*", type=Path)
+    return parser
+
+
+def _load(paths: list[Path]) -> list[Spec]:
+    return [load_spec(p) for p in (paths or default_spec_paths())]
+
+
+def _catalogue() -> set[str]:
+    from conformance.catalogue import CATALOGUE
+
+    return set(CATALOGUE)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    root: Path = args.root.resolve()
+    try:
+        specs = _load(args.specs)
+    except SpecError as exc:
+        print(f"cascade-mutations: {exc}", file=sys.stderr)
+        return EXIT_NO_VERDICT
+    catalogue = _catalogue()
+    if args.command == "check":
+        problems = [f"{s.path.name}: {p}" for s in specs for p in static_problems(s, root, catalogue)]
+        if not args.specs:
+            problems += coverage_problems(specs, catalogue, invariants_with_tests(root))
+        for problem in problems:
+            print(f"cascade-mutations: {problem}", file=sys.stderr)
+        print(
+            f"{len(specs)} spec(s), {sum(len(s.mutations) for s in specs)} mutation(s): "
+            f"{'OK' if not problems else f'{len(problems)} problem(s)'}"
+        )
+        return EXIT_NO_VERDICT if problems else EXIT_OK
+    try:
+        outcome = verify(specs, root, catalogue, keep_going=args.keep_going, timeout_s=args.timeout)
+    except NoVerdict as exc:
+        print(f"cascade-mutations: no verdict: {exc}", file=sys.stderr)
+        return EXIT_NO_VERDICT
+    matrix = kill_matrix(outcome.verdicts)
+    paths = write_report(matrix, args.report if args.report.is_absolute() else root / args.report)
+    print(f"kill matrix: {', '.join(str(p) for p in paths)}")
+    bad = outcome.misbehaved
+    if bad:
+        print(f"{len(bad)} of {len(outcome.verdicts)} mutation(s) did NOT behave as expected:")
+        for v in bad:
+            print(f"  {v.mutation.name}: {v.why}")
+        print("  advice: add an assertion that drives the real code path, or document the survivor with its premise")
+        return EXIT_MISBEHAVED
+    print(f"all {len(outcome.verdicts)} mutation(s) behaved as expected")
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,118 @@
+"""Mutation spec files: loading, schema validation and the static checks that need no run."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+SPEC_DIR = Path(__file__).resolve().parent
+
+
+class SpecError(ValueError):
+    """A spec file is unreadable or does not match the schema."""
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    invariants: tuple[str, ...]
+    file: str
+    anchor: str
+    replacement: str
+    expect_caught: bool
+    expect_failing: tuple[str, ...] = ()
+    description: str = ""
+    survivor_reason: str = ""
+
+
+@dataclass(frozen=True)
+class Spec:
+    path: Path
+    family: str
+    tests: tuple[str, ...]
+    expect_baseline_pass: int
+    mutations: tuple[Mutation, ...]
+
+
+def spec_schema() -> dict[str, Any]:
+    schema: dict[str, Any] = json.loads(
+        resources.files("mutations").joinpath("spec.schema.json").read_text(encoding="utf-8")
+    )
+    return schema
+
+
+def default_spec_paths() -> list[Path]:
+    """Every spec shipped under ``mutations/``, one per invariant family."""
+    return sorted(p for p in SPEC_DIR.glob("*.json") if p.name != "spec.schema.json")
+
+
+def load_spec(path: Path) -> Spec:
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise SpecError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno}") from exc
+    errors = sorted(jsonschema.Draft202012Validator(spec_schema()).iter_errors(document), key=lambda e: list(e.path))
+    if errors:
+        lines = [f"{path}: {len(errors)} problem(s):"]
+        lines += [f"  at {'/'.join(map(str, e.absolute_path)) or '<top level>'}: {e.message}" for e in errors[:10]]
+        raise SpecError("\n".join(lines))
+    mutations = tuple(
+        Mutation(
+            name=m["name"],
+            invariants=tuple(m["invariants"]),
+            file=m["file"],
+            anchor=m["anchor"],
+            replacement=m["replacement"],
+            expect_caught=m["expect_caught"],
+            expect_failing=tuple(m.get("expect_failing", ())),
+            description=m.get("description", ""),
+            survivor_reason=m.get("survivor_reason", ""),
+        )
+        for m in document["mutations"]
+    )
+    return Spec(
+        path=path,
+        family=document["family"],
+        tests=tuple(document["tests"]),
+        expect_baseline_pass=document["expect_baseline_pass"],
+        mutations=mutations,
+    )
+
+
+def static_problems(spec: Spec, root: Path, known_invariants: set[str]) -> list[str]:
+    """Everything wrong with ``spec`` that can be seen without running a test."""
+    problems: list[str] = []
+    names = [m.name for m in spec.mutations]
+    for name in sorted({n for n in names if names.count(n) > 1}):
+        problems.append(f"mutation name {name!r} is used more than once")
+    for test in spec.tests:
+        test_file = test.split("::", 1)[0]
+        if not (root / test_file).is_file():
+            problems.append(f"test file {test_file} does not exist")
+    for m in spec.mutations:
+        where = f"mutation {m.name!r}"
+        if m.replacement == m.anchor:
+            problems.append(f"{where}: replacement equals the anchor, so nothing would change")
+        for inv in m.invariants:
+            if inv not in known_invariants:
+                problems.append(f"{where}: invariant {inv} is not in the catalogue")
+            elif not inv.startswith(spec.family + "-"):
+                problems.append(f"{where}: invariant {inv} belongs to another family than {spec.family}")
+        target = root / m.file
+        if not target.is_file():
+            problems.append(f"{where}: file {m.file} does not exist")
+            continue
+        hits = target.read_bytes().count(m.anchor.encode("utf-8"))
+        if hits != 1:
+            problems.append(f"{where}: the anchor occurs {hits} times in {m.file}; it must occur exactly once")
+        for failing in m.expect_failing:
+            if not any(failing.startswith(t) or t.startswith(failing.split("::", 1)[0]) for t in spec.tests):
+                problems.append(f"{where}: expect_failing {failing!r} is outside the spec's tests")
+    return problems
