@@ -90,9 +90,8 @@ def main() -> None:
     print(f"request size: {mb:.2f} MB (four 400 KB images, base64)")
     print(f"decode (journal decoder): {mb / statistics.median(decode_times):.0f} MB/s; {_summary(decode_times)}")
     pipeline_times = bench_pipeline(request, args.rounds)
-    print(
-        f"gRPC round trip incl. decode+journal: {mb / statistics.median(pipeline_times):.0f} MB/s; {_summary(pipeline_times)}"
-    )
+    rate = mb / statistics.median(pipeline_times)
+    print(f"gRPC round trip incl. decode+journal: {rate:.0f} MB/s; {_summary(pipeline_times)}")
     print(f"full turn, 1 ms polling: {_summary(bench_turns(args.rounds))}")
 
 

@@ -71,6 +71,8 @@ class CascadeState:
     current: _ActiveTurn | None = None
     turns_played: int = 0
     expired: bool = False
+    # expire_after: the finished turn stays readable; the next Send finds the cascade expired.
+    expire_pending: bool = False
     last_used: float = 0.0
 
     @property
@@ -121,6 +123,9 @@ class LanguageServerState:
 
     def send(self, request: ls.SendUserCascadeMessageRequest) -> None:
         cascade = self._cascade(request.cascade_id)
+        if cascade.expire_pending:
+            cascade.expired = True
+            raise LsError(grpc.StatusCode.NOT_FOUND, EXPIRED_TEXT)
         self._check_panel(request.metadata.session_id)
         prompt = "".join(item.text for item in request.items)
         turn = self.scenario.turn(self.turn_index, prompt, len(request.images))
@@ -128,15 +133,13 @@ class LanguageServerState:
         if turn.fault is not None:
             self._apply_fault(cascade, turn)
         self.sends_accepted += 1
-        cascade.model_uid = request.cascade_config.planner_config.requested_model_uid
         if cascade.active is not None:
             self._finish(cascade)
+        cascade.model_uid = request.cascade_config.planner_config.requested_model_uid
         if turn.user_input_step:
             cascade.steps.append(_steps.user_input_step(prompt))
         now = self.clock.now()
         cascade.current = _ActiveTurn(turn=turn, prompt=prompt, started_at=now, last_reveal_at=now)
-        if not turn.chunks:
-            self._finish(cascade)
 
     def _apply_fault(self, cascade: CascadeState, turn: Turn) -> None:
         assert turn.fault is not None
@@ -175,7 +178,10 @@ class LanguageServerState:
     def generator_metadata(self, cascade_id: str, offset: int) -> list[cortex.CortexStepGeneratorMetadata]:
         cascade = self._cascade(cascade_id)
         self._advance(cascade)
-        if cascade.active is not None and cascade.active.complete:
+        active = cascade.active
+        # A complete turn's records are readable, but reading them must not cut short the
+        # RUNNING polls the turn promises (min_running_polls).
+        if active is not None and active.complete and active.status_polls >= active.turn.min_running_polls:
             self._finish(cascade)
         return cascade.records[offset:]
 
@@ -267,7 +273,7 @@ class LanguageServerState:
         active.finished = True
         cascade.turns_played += 1
         if active.turn.expire_after:
-            cascade.expired = True
+            cascade.expire_pending = True
         if active.turn.lose_panel_after:
             self.panel_lost = True
             self.panel_sessions.clear()

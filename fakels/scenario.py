@@ -96,6 +96,7 @@ class Turn:
     user_input_step: bool = True
     modified_response: str | None = None
     fault: Fault | None = None
+    # After this turn the cascade expires: its polls still answer, the next Send gets the expired error.
     expire_after: bool = False
     lose_panel_after: bool = False
     overrides: tuple[ResponseOverride, ...] = ()

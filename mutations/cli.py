@@ -16,7 +16,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: the current folder)")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("verify", help="apply each mutation in a disposable copy and check the named tests catch it")
-    run.add_argument("specs", nargs="*", type=Path, help="spec files (default: every spec under mutations/)")
+    run.add_argument("specs", nargs="*", type=Path, help="spec files (default: every spec under mutations/specs/)")
     run.add_argument("--keep-going", action="store_true", help="run every mutation even after one misbehaves")
     run.add_argument("--timeout", type=float, default=900.0, help="seconds one test run may take (default 900)")
     run.add_argument("--report", type=Path, default=Path("reports/mutations"), help="where to write the kill matrix")
@@ -62,6 +62,11 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_NO_VERDICT
     matrix = kill_matrix(outcome.verdicts)
     paths = write_report(matrix, args.report if args.report.is_absolute() else root / args.report)
+    print("\nkill matrix (invariant: mutation -> killed by):")
+    for invariant_id, rows in matrix.items():
+        for row in rows:
+            killers = ", ".join(row["killed_by"][:3]) + (" ..." if len(row["killed_by"]) > 3 else "")
+            print(f"  {invariant_id}: {row['mutation']} -> {killers or 'SURVIVED'}")
     print(f"kill matrix: {', '.join(str(p) for p in paths)}")
     bad = outcome.misbehaved
     if bad:

@@ -47,8 +47,8 @@ def spec_schema() -> dict[str, Any]:
 
 
 def default_spec_paths() -> list[Path]:
-    """Every spec shipped under ``mutations/``, one per invariant family."""
-    return sorted(p for p in SPEC_DIR.glob("*.json") if p.name != "spec.schema.json")
+    """Every spec shipped under ``mutations/specs/``, one per invariant family."""
+    return sorted((SPEC_DIR / "specs").glob("*.json"))
 
 
 def load_spec(path: Path) -> Spec:

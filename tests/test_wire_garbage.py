@@ -43,12 +43,12 @@ from google.protobuf.message import DecodeError
 from hypothesis import event, given
 from hypothesis import strategies as st
 
+from conformance import wire_bytes as wb
 from fakels._schema import RPCS, SERVICE_NAME, Rpc
 from fakels.journal import JournalEntry
 from fakels.proto.exa.language_server_pb import language_server_pb2 as ls
 from fakels.proto.exa.language_server_pb import language_server_pb2_grpc as ls_grpc
 from fakels.server import FakeLSThread
-from tests import wire_bytes as wb
 from tests._h2client import H2Client, H2Response, request, send_raw
 from tests.conftest import CSRF_TOKEN
 

@@ -1,6 +1,6 @@
 """WIRE-1 golden vectors: bytes hand-assembled from wire.md section 2 decode field for field.
 
-Every request here is written with :mod:`tests.wire_bytes` in the field order the real client
+Every request here is written with :mod:`conformance.wire_bytes` in the field order the real client
 (WindsurfAPI) emits, never through our generated classes, then decoded with
 ``fakels._decode.decode`` and compared with a literal dict. The response side checks that the
 bytes wire.md calls minimal are exactly what our classes (and the running fake) produce.
@@ -13,6 +13,7 @@ from typing import Any
 import grpc
 import pytest
 
+from conformance import wire_bytes as wb
 from fakels import _steps
 from fakels._decode import decode
 from fakels._schema import RPCS
@@ -22,7 +23,6 @@ from fakels.proto.exa.cortex_pb import cortex_pb2 as cortex
 from fakels.proto.exa.language_server_pb import language_server_pb2 as ls
 from fakels.scenario import Chunk, Scenario, Turn, Usage
 from fakels.server import FakeLSThread
-from tests import wire_bytes as wb
 
 pytestmark = pytest.mark.invariant("WIRE-1")
 

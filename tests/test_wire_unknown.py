@@ -1,6 +1,6 @@
 """WIRE-2: unknown fields survive decoding and the journal reports them (protocol drift).
 
-Bytes are hand-assembled with :mod:`tests.wire_bytes`. Cases: the planner's mistyped field 11
+Bytes are hand-assembled with :mod:`conformance.wire_bytes`. Cases: the planner's mistyped field 11
 (wire.md 6.2), future field numbers at the top level and inside nested messages, the reserved
 field 2 of InitializeCascadePanelStateRequest, and a Hypothesis property that inserts an
 arbitrary undeclared field anywhere at the top level of a request.
@@ -18,6 +18,7 @@ from google.protobuf.message import Message
 from hypothesis import given
 from hypothesis import strategies as st
 
+from conformance import wire_bytes as wb
 from fakels._decode import UnknownField, decode
 from fakels._schema import RPCS
 from fakels.journal import read_jsonl
@@ -25,7 +26,6 @@ from fakels.proto.exa.codeium_common_pb import codeium_common_pb2 as common
 from fakels.proto.exa.cortex_pb import cortex_pb2 as cortex
 from fakels.proto.exa.language_server_pb import language_server_pb2 as ls
 from fakels.server import FakeLSThread
-from tests import wire_bytes as wb
 from tests.conftest import CSRF_TOKEN
 
 pytestmark = pytest.mark.invariant("WIRE-2")

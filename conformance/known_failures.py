@@ -1,0 +1,83 @@
+"""Known-failure files: invariants expected to fail on a target, optionally pinned to a case.
+
+    known_failures:
+      - id: WIRE-2
+        reason: our decoder drops unknown fields (tracked in ISSUE-12)
+        case: cases/wire-2.json        # optional; relative to this file
+
+A listed invariant that passes fails the run, so the list stays honest.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from conformance.catalogue import CATALOGUE
+
+_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["known_failures"],
+    "properties": {
+        "known_failures": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["id", "reason"],
+                "properties": {
+                    "id": {"type": "string"},
+                    "reason": {"type": "string", "minLength": 1},
+                    "case": {"type": "string", "minLength": 1},
+                },
+            },
+        }
+    },
+}
+
+
+class KnownFailuresError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class KnownFailure:
+    id: str
+    reason: str
+    case: Path | None = None
+
+
+def load_known_failures(path: Path) -> dict[str, KnownFailure]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise KnownFailuresError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    try:
+        if path.suffix.lower() in (".yaml", ".yml"):
+            import yaml
+
+            document = yaml.safe_load(text)
+        else:
+            document = json.loads(text)
+    except Exception as exc:
+        raise KnownFailuresError(f"{path}: cannot parse: {exc}") from exc
+    errors = list(jsonschema.Draft202012Validator(_SCHEMA).iter_errors(document))
+    if errors:
+        where = "/".join(str(p) for p in errors[0].absolute_path) or "<top level>"
+        raise KnownFailuresError(f"{path}: at {where}: {errors[0].message}")
+    entries: dict[str, KnownFailure] = {}
+    for item in document["known_failures"]:
+        if item["id"] not in CATALOGUE:
+            raise KnownFailuresError(f"{path}: {item['id']!r} is not an invariant ID")
+        if item["id"] in entries:
+            raise KnownFailuresError(f"{path}: {item['id']} is listed twice")
+        case = (path.parent / item["case"]).resolve() if "case" in item else None
+        if case is not None and not case.is_file():
+            raise KnownFailuresError(f"{path}: the pinned case {item['case']} for {item['id']} does not exist")
+        entries[item["id"]] = KnownFailure(item["id"], item["reason"], case)
+    return entries

@@ -1,0 +1,97 @@
+"""The component operations a target exposes to the suite.
+
+An operation has a dotted name, a one-line contract, and JSON Schemas for its arguments and its
+result; the same schemas type the adapter protocol (``exec:`` targets) on the wire. Adding an
+operation is one entry here plus the methods implementing it on the reference target.
+
+Bytes travel as base64 strings (``*_b64``) so every operation is plain JSON.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+PROTOCOL_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Operation:
+    name: str
+    summary: str
+    params: dict[str, Any]
+    result: dict[str, Any]
+
+    @property
+    def method_name(self) -> str:
+        """The Python method implementing it on an in-process target: dots become underscores."""
+        return self.name.replace(".", "_")
+
+
+def _object(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": properties,
+        "required": required if required is not None else list(properties),
+    }
+
+
+_UNKNOWN_FIELD = _object(
+    {
+        "path": {"type": "string"},
+        "number": {"type": "integer", "minimum": 1},
+        "wire_type": {"enum": ["varint", "fixed64", "len", "start-group", "end-group", "fixed32"]},
+        "value": {},
+    }
+)
+
+_OPERATIONS = (
+    Operation(
+        name="ls.decode_request",
+        summary="Decode the raw protobuf request of a language-server method into field-named JSON, "
+        "reporting every unknown field with its path.",
+        params=_object({"method": {"type": "string"}, "raw_b64": {"type": "string"}}),
+        result={
+            "oneOf": [
+                _object({"fields": {"type": "object"}, "unknown": {"type": "array", "items": _UNKNOWN_FIELD}}),
+                _object({"rejected": {"type": "string"}}),
+            ]
+        },
+    ),
+    Operation(
+        name="ls.serve",
+        summary="Start a fresh language server on loopback playing the given scenario document; "
+        "answers its gRPC address and CSRF token.",
+        params=_object({"scenario": {"type": "object"}, "manual_clock": {"type": "boolean"}}),
+        result=_object({"address": {"type": "string"}, "csrf_token": {"type": "string"}}),
+    ),
+    Operation(
+        name="ls.journal",
+        summary="The requests the served language server received since sequence number `since`, "
+        "as journal entries (method, status, request fields, unknown fields, raw_b64).",
+        params=_object({"since": {"type": "integer", "minimum": 0}}),
+        result=_object({"entries": {"type": "array", "items": {"type": "object"}}}),
+    ),
+    Operation(
+        name="ls.advance_clock",
+        summary="Move the served language server's manual clock forward.",
+        params=_object({"seconds": {"type": "number", "minimum": 0}}),
+        result=_object({}),
+    ),
+    Operation(
+        name="ls.stop",
+        summary="Stop the served language server.",
+        params=_object({}),
+        result=_object({}),
+    ),
+)
+
+OPERATIONS: dict[str, Operation] = {op.name: op for op in _OPERATIONS}
+
+
+def operation(name: str) -> Operation:
+    try:
+        return OPERATIONS[name]
+    except KeyError:
+        raise KeyError(f"unknown operation {name!r}; the protocol has: {', '.join(sorted(OPERATIONS))}") from None

@@ -1,0 +1,69 @@
+"""Every invariant's property, registered by ID.
+
+A property is a Hypothesis strategy of JSON-serialisable cases plus a check that runs one case
+against a target. Cases being plain JSON is what lets a shrunk counterexample become a static
+case file that replays against any target.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import strategies as st
+
+from conformance.catalogue import CATALOGUE, Invariant
+from conformance.targets import Target
+
+Case = dict[str, Any]
+CaseStrategy = Callable[[Target], st.SearchStrategy[Case]]
+Check = Callable[[Target, Case, "Evidence"], None]
+
+_FAMILY_MODULES = ("conformance.properties.wire",)
+
+
+@dataclass
+class Evidence:
+    """What a check saw, kept for the report when the case fails (e.g. the journal it read)."""
+
+    items: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, name: str, value: Any) -> None:
+        self.items[name] = value
+
+
+@dataclass(frozen=True)
+class Property:
+    invariant: Invariant
+    needs: frozenset[str]
+    cases: CaseStrategy
+    check: Check
+    max_examples: int | None = None
+
+
+_REGISTRY: dict[str, Property] = {}
+
+
+def invariant_property(
+    invariant_id: str, *, needs: tuple[str, ...], cases: CaseStrategy, max_examples: int | None = None
+) -> Callable[[Check], Check]:
+    """Register ``check`` as the property of ``invariant_id``."""
+
+    def register(check: Check) -> Check:
+        if invariant_id not in CATALOGUE:
+            raise KeyError(f"{invariant_id} is not in the catalogue")
+        if invariant_id in _REGISTRY:
+            raise KeyError(f"{invariant_id} already has a property: {_REGISTRY[invariant_id].check.__qualname__}")
+        _REGISTRY[invariant_id] = Property(CATALOGUE[invariant_id], frozenset(needs), cases, check, max_examples)
+        return check
+
+    return register
+
+
+def properties() -> dict[str, Property]:
+    """All registered properties, in catalogue order."""
+    for module in _FAMILY_MODULES:
+        importlib.import_module(module)
+    return {inv_id: _REGISTRY[inv_id] for inv_id in CATALOGUE if inv_id in _REGISTRY}

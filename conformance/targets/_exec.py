@@ -1,0 +1,182 @@
+"""Adapter-process targets: ``exec:COMMAND`` speaking JSON lines (adapter_protocol.schema.json)."""
+
+from __future__ import annotations
+
+import json
+import queue
+import shlex
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Mapping
+from importlib import resources
+from typing import IO, Any
+
+import jsonschema
+
+from conformance.operations import OPERATIONS, PROTOCOL_VERSION
+from conformance.targets._base import TargetError, TargetSpecError, check_params, check_result
+
+# Per-call timeouts scale with the adapter's measured round trip, with a floor, so a slow
+# machine or a slow language runtime does not turn into false failures.
+CALL_TIMEOUT_FLOOR_S = 30.0
+CALL_TIMEOUT_ROUND_TRIPS = 2000
+HANDSHAKE_TIMEOUT_S = 60.0
+_EOF = object()
+
+
+def protocol_schema() -> dict[str, Any]:
+    text = resources.files("conformance").joinpath("adapter_protocol.schema.json").read_text(encoding="utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+class ExecTarget:
+    """A child process; requests go to its stdin, one JSON object per line, answers come back on stdout."""
+
+    kind = "exec"
+
+    def __init__(self, command: list[str], call_timeout_s: float) -> None:
+        self._command = command
+        self._timeout = call_timeout_s
+        self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the target
+        try:
+            self._proc = subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True, bufsize=1
+            )
+        except OSError as exc:
+            raise TargetSpecError(f"exec:{shlex.join(command)}: cannot start the adapter: {exc}") from exc
+        self._lines: queue.Queue[object] = queue.Queue()
+        threading.Thread(target=self._read, name="adapter-stdout", daemon=True).start()
+        self._next_id = 0
+        self._lock = threading.Lock()
+        self._schema = protocol_schema()
+        self._name = shlex.join(command)
+        self._ops: frozenset[str] = frozenset()
+        self._caps: dict[str, dict[str, Any]] = {}
+        self.handshake_s = 0.0
+
+    @classmethod
+    def start(cls, command_text: str, *, call_timeout_s: float | None = None) -> ExecTarget:
+        """Start the adapter, shake hands, and set the per-call timeout: ``call_timeout_s`` when
+        given (it also bounds the handshake), else calibrated from three more hello round trips."""
+        command = shlex.split(command_text)
+        if not command:
+            raise TargetSpecError("exec: needs a command, e.g. exec:node adapter.mjs")
+        target = cls(command, call_timeout_s or HANDSHAKE_TIMEOUT_S)
+        try:
+            target._hello()
+            if call_timeout_s is None:
+                target._timeout = target._calibrate()
+        except TargetError:
+            target.close()
+            raise
+        return target
+
+    def _calibrate(self) -> float:
+        trips = []
+        for _ in range(3):
+            started = time.perf_counter()
+            self._request("hello", {"protocol": PROTOCOL_VERSION})
+            trips.append(time.perf_counter() - started)
+        return max(CALL_TIMEOUT_FLOOR_S, CALL_TIMEOUT_ROUND_TRIPS * sorted(trips)[1])
+
+    @property
+    def call_timeout_s(self) -> float:
+        return self._timeout
+
+    def _hello(self) -> None:
+        started = time.perf_counter()
+        result = self._request("hello", {"protocol": PROTOCOL_VERSION})
+        self.handshake_s = time.perf_counter() - started
+        errors = list(jsonschema.Draft202012Validator(self._schema["$defs"]["hello_result"]).iter_errors(result))
+        if errors:
+            raise TargetError(f"{self.description}: bad hello answer: {errors[0].message}")
+        unknown = sorted(set(result["operations"]) - set(OPERATIONS))
+        if unknown:
+            raise TargetError(f"{self.description}: declares operations the protocol does not have: {unknown}")
+        self._name = f"{result['name']} ({self.description})"
+        self._ops = frozenset(result["operations"])
+        self._caps = dict(result.get("capabilities", {}))
+
+    @property
+    def description(self) -> str:
+        return f"exec:{shlex.join(self._command)}" if not self._ops else self._name
+
+    def operations(self) -> frozenset[str]:
+        return self._ops
+
+    def capabilities(self, op: str) -> Mapping[str, Any]:
+        return dict(self._caps.get(op, {}))
+
+    def call(self, op: str, **params: Any) -> dict[str, Any]:
+        if op not in self._ops:
+            raise TargetError(f"{self.description} does not implement {op}")
+        check_params(op, params)
+        return check_result(op, self._request(op, params), self.description)
+
+    def _request(self, op: str, params: dict[str, Any]) -> Any:
+        with self._lock:
+            request_id = self._next_id
+            self._next_id += 1
+            line = json.dumps({"id": request_id, "op": op, "params": params}, ensure_ascii=False)
+            try:
+                assert self._proc.stdin is not None
+                self._proc.stdin.write(line + "\n")
+                self._proc.stdin.flush()
+            except (BrokenPipeError, OSError):
+                raise TargetError(self._died(f"while sending {op}")) from None
+            try:
+                answer = self._lines.get(timeout=self._timeout)
+            except queue.Empty:
+                raise TargetError(
+                    f"{self.description}: no answer to {op} within {self._timeout:.1f} s (per-call timeout)"
+                ) from None
+            if answer is _EOF:
+                raise TargetError(self._died(f"before answering {op}"))
+            return self._unwrap(op, request_id, str(answer))
+
+    def _unwrap(self, op: str, request_id: int, line: str) -> Any:
+        try:
+            message = json.loads(line)
+        except json.JSONDecodeError:
+            raise TargetError(
+                f"{self.description}: answered {op} with a line that is not JSON: {line[:200]!r}"
+            ) from None
+        errors = list(jsonschema.Draft202012Validator(self._schema["$defs"]["response"]).iter_errors(message))
+        if errors:
+            raise TargetError(f"{self.description}: malformed response to {op}: {errors[0].message}")
+        if message["id"] != request_id:
+            raise TargetError(f"{self.description}: answered id {message['id']} while {request_id} ({op}) was pending")
+        if "error" in message:
+            raise TargetError(f"{self.description}: {op} failed in the adapter: {message['error']['message']}")
+        return message["result"]
+
+    def _read(self) -> None:
+        assert self._proc.stdout is not None
+        for line in self._proc.stdout:
+            if line.strip():
+                self._lines.put(line)
+        self._lines.put(_EOF)
+
+    def _died(self, when: str) -> str:
+        try:
+            code = self._proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            code = None
+        self._stderr.seek(0)
+        tail = self._stderr.read()[-1500:].decode("utf-8", errors="replace").strip()
+        status = f"exited with {code}" if code is not None else "closed its stdout"
+        return f"{self.description}: the adapter {status} {when}" + (f"; its stderr ends:\n{tail}" if tail else "")
+
+    def close(self) -> None:
+        if self._proc.poll() is None:
+            try:
+                assert self._proc.stdin is not None
+                self._proc.stdin.close()
+                self._proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                self._proc.kill()
+                self._proc.wait(timeout=5)
+        self._stderr.close()

@@ -1,0 +1,1 @@
+"""The reference engine: a Cascade gateway implementing the fixed behaviour the seeds describe."""

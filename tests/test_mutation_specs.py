@@ -1,0 +1,69 @@
+"""Static checks of every mutation spec, in the normal suite: schema, anchors that occur exactly
+once, files and tests that exist, replacements that change something, and coverage: every
+invariant with a test is pinned by a mutation and every pinned invariant has a test."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conformance.catalogue import CATALOGUE
+from mutations.matrix import coverage_problems, invariants_with_tests
+from mutations.spec import SpecError, default_spec_paths, load_spec, static_problems
+
+ROOT = Path(__file__).resolve().parent.parent
+SPECS = default_spec_paths()
+
+
+def test_there_is_a_spec_per_family() -> None:
+    families = {load_spec(p).family for p in SPECS}
+    assert families == {inv.family for inv in CATALOGUE.values()}
+
+
+@pytest.mark.parametrize("path", SPECS, ids=[p.name for p in SPECS])
+def test_spec_has_no_static_problem(path: Path) -> None:
+    assert static_problems(load_spec(path), ROOT, set(CATALOGUE)) == []
+
+
+@pytest.mark.parametrize("path", SPECS, ids=[p.name for p in SPECS])
+def test_every_seed_defect_is_expected_caught_or_documented(path: Path) -> None:
+    for mutation in load_spec(path).mutations:
+        assert mutation.expect_caught or len(mutation.survivor_reason) >= 20, mutation.name
+
+
+def test_every_invariant_is_pinned_and_every_pin_has_a_test() -> None:
+    specs = [load_spec(p) for p in SPECS]
+    assert coverage_problems(specs, set(CATALOGUE), invariants_with_tests(ROOT)) == []
+
+
+def test_the_schema_rejects_what_it_should(tmp_path: Path) -> None:
+    good = json.loads(SPECS[0].read_text(encoding="utf-8"))
+    cases = {
+        "unknown key": {**good, "extra": 1},
+        "survivor without reason": {**good, "mutations": [{**good["mutations"][0], "expect_caught": False}]},
+        "reason on a caught one": {**good, "mutations": [{**good["mutations"][0], "survivor_reason": "x" * 30}]},
+        "string boolean": {**good, "mutations": [{**good["mutations"][0], "expect_caught": "true"}]},
+        "option-like test": {**good, "tests": ["-p no:x"]},
+    }
+    for name, document in cases.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(document), encoding="utf-8")
+        with pytest.raises(SpecError):
+            load_spec(path)
+
+
+def test_static_problems_are_found(tmp_path: Path) -> None:
+    spec = load_spec(SPECS[0])
+    broken = spec.mutations[0]
+    from dataclasses import replace
+
+    twice = replace(spec, mutations=(broken, replace(broken, anchor="import", replacement="x"), broken))
+    problems = static_problems(twice, ROOT, set(CATALOGUE))
+    assert any("used more than once" in p for p in problems)
+    assert any("occurs" in p and "exactly once" in p for p in problems)
+    unknown = replace(spec, mutations=(replace(broken, invariants=("WIRE-99",)),))
+    assert any("not in the catalogue" in p for p in static_problems(unknown, ROOT, set(CATALOGUE)))
+    same = replace(spec, mutations=(replace(broken, replacement=broken.anchor),))
+    assert any("replacement equals the anchor" in p for p in static_problems(same, ROOT, set(CATALOGUE)))
