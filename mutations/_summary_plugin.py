@@ -26,6 +26,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         outcome = report.outcome if report.when == "call" else f"error-in-{report.when}"
         if report.outcome == "skipped":
             outcome = "skipped"
+        if hasattr(report, "wasxfail"):
+            # Expected failures are documented gaps, not evidence either way.
+            outcome = "xfailed" if report.skipped else "xpassed"
         previous = _outcomes.get(report.nodeid)
         if previous is None or previous == "passed":
             _outcomes[report.nodeid] = outcome

@@ -168,3 +168,11 @@ def test_a_test_reaching_beyond_loopback_is_no_verdict(tmp_path: Path) -> None:
     root = _repo(tmp_path, [_mutation("add-subtracts", "return a + b", "return a - b")], tests=net, baseline=4)
     with pytest.raises(NoVerdict, match="tried to reach the network beyond loopback"):
         _verify(root)
+
+
+def test_expected_failures_are_neither_counted_nor_a_verdict(tmp_path: Path) -> None:
+    xfail = TOY_TESTS + '\n\nimport pytest\n\n@pytest.mark.xfail(reason="gap", strict=False)\ndef test_gap():\n    assert add(1, 1) == 3\n'
+    root = _repo(tmp_path, [_mutation("add-subtracts", "return a + b", "return a - b")], tests=xfail)
+    outcome = _verify(root)
+    assert [(v.caught, v.behaved) for v in outcome.verdicts] == [(True, True)]
+    assert "tests/test_toy.py::test_gap" not in outcome.verdicts[0].failing
