@@ -87,7 +87,82 @@ _OPERATIONS = (
     ),
 )
 
-OPERATIONS: dict[str, Operation] = {op.name: op for op in _OPERATIONS}
+_DROPS = _object({k: {"type": "integer", "minimum": 0} for k in ("cap", "bytes", "truncated", "no_vision", "unextractable")})
+_MESSAGES = {"type": "array", "items": {"type": "object", "required": ["role"]}}
+_ENV = {"type": "object", "additionalProperties": {"type": "string"}}
+_USAGE = _object(
+    {
+        k: {"type": "integer", "minimum": 0}
+        for k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "entry_count")
+    }
+    | {"has_usage": {"type": "boolean"}}
+)
+_OFFSET = {"type": ["integer", "null"], "minimum": 0}
+
+_ENGINE_OPERATIONS = (
+    Operation(
+        name="engine.build_send_request",
+        summary="Build the SendUserCascadeMessage a gateway sends for an OpenAI-style conversation "
+        "(fresh cascade, or the newest turn of a resume), with the history-image counters of that build.",
+        params=_object(
+            {
+                "messages": _MESSAGES,
+                "model_uid": {"type": "string", "minLength": 1},
+                "tool_preamble": {"type": "string"},
+                "native_mode": {"type": "boolean"},
+                "is_resume": {"type": "boolean"},
+                "env": _ENV,
+            }
+        ),
+        result=_object({"request_b64": {"type": "string"}, "attached": {"type": "integer", "minimum": 0}, "drops": _DROPS}),
+    ),
+    Operation(
+        name="engine.parse_generator_metadata",
+        summary="Parse a GetCascadeTrajectoryGeneratorMetadataResponse: null only when it has no records.",
+        params=_object({"raw_b64": {"type": "string"}}),
+        result=_object({"usage": {"oneOf": [{"type": "null"}, _USAGE]}}),
+    ),
+    Operation(
+        name="engine.store_offsets",
+        summary="Check a pool entry with these offsets in and out again; answer the offsets it comes back with.",
+        params=_object({"step_offset": {"type": "integer", "minimum": 0}, "generator_offset": _OFFSET}),
+        result=_object({"step_offset": {"type": "integer", "minimum": 0}, "generator_offset": _OFFSET}),
+    ),
+    Operation(
+        name="engine.play_turns",
+        summary="Play a conversation through a fresh engine (empty pool) against the language server at "
+        "ls_address: each turn appends its messages (usually one user message) to the conversation, runs it, and "
+        "appends the engine's answer as the assistant message. Answers per turn what the engine ended with.",
+        params=_object(
+            {
+                "ls_address": {"type": "string"},
+                "csrf_token": {"type": "string"},
+                "model_uid": {"type": "string", "minLength": 1},
+                "native_mode": {"type": "boolean"},
+                "turns": {"type": "array", "items": _MESSAGES},
+            }
+        ),
+        result=_object(
+            {
+                "turns": {
+                    "type": "array",
+                    "items": _object(
+                        {
+                            "text": {"type": "string"},
+                            "cascade_id": {"type": "string"},
+                            "resumed": {"type": "boolean"},
+                            "step_offset_next": {"type": "integer", "minimum": 0},
+                            "generator_offset_next": _OFFSET,
+                            "reuse_entry_invalidated": {"type": "boolean"},
+                        }
+                    ),
+                }
+            }
+        ),
+    ),
+)
+
+OPERATIONS: dict[str, Operation] = {op.name: op for op in (*_OPERATIONS, *_ENGINE_OPERATIONS)}
 
 
 def operation(name: str) -> Operation:

@@ -1,6 +1,6 @@
 """The reference target: the kit's own implementations behind the operation protocol.
 
-``ls.*`` operations are served by fakels; engine operations join as the engine lands.
+``ls.*`` operations are served by fakels, ``engine.*`` operations by the reference engine.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import base64
 from collections.abc import Mapping
 from typing import Any
 
+from conformance.targets._engine_ops import EngineOperations
 from fakels._decode import RequestDecodeError, decode
 from fakels._schema import RPCS
 from fakels.clock import ManualClock, SystemClock
@@ -18,7 +19,7 @@ from fakels.server import FakeLSThread
 REFERENCE_CSRF_TOKEN = "conformance-reference-token"
 
 
-class ReferenceTarget:
+class ReferenceTarget(EngineOperations):
     def __init__(self) -> None:
         self._fake: FakeLSThread | None = None
         self._clock: ManualClock | None = None

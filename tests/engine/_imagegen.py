@@ -1,0 +1,76 @@
+"""Real test images: Pillow-encoded PNG/JPEG/GIF/WebP, seeded noise, and hand-built hostile headers."""
+
+from __future__ import annotations
+
+import base64
+import io
+import random
+import struct
+import zlib
+
+from PIL import Image
+
+
+def encode(img: Image.Image, fmt: str, **options: object) -> bytes:
+    out = io.BytesIO()
+    img.save(out, format=fmt, **options)
+    return out.getvalue()
+
+
+def solid(width: int, height: int, fmt: str = "PNG", color: tuple[int, int, int] = (200, 30, 90)) -> bytes:
+    return encode(Image.new("RGB", (width, height), color), fmt)
+
+
+def gradient(width: int, height: int, fmt: str = "PNG") -> bytes:
+    img = Image.linear_gradient("L").resize((width, height)).convert("RGB")
+    return encode(img, fmt)
+
+
+def noise(width: int, height: int, fmt: str = "PNG", seed: int = 7, **options: object) -> bytes:
+    rng = random.Random(seed)
+    img = Image.frombytes("RGB", (width, height), rng.randbytes(width * height * 3))
+    return encode(img, fmt, **options)
+
+
+def b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode("ascii")
+
+
+def png_chunk(kind: bytes, payload: bytes) -> bytes:
+    return struct.pack(">I", len(payload)) + kind + payload + struct.pack(">I", zlib.crc32(kind + payload))
+
+
+def bomb_png(width: int, height: int, padding: int = 0) -> bytes:
+    """A PNG whose IHDR declares ``width`` x ``height`` RGB pixels over a few bytes of IDAT (a decode
+    bomb); ``padding`` adds a private ancillary chunk so the file can also be byte-oversized."""
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    chunks = [png_chunk(b"IHDR", ihdr)]
+    if padding:
+        chunks.append(png_chunk(b"zzZz", b"\0" * padding))
+    chunks.append(png_chunk(b"IDAT", zlib.compress(b"\0" * 4096, 9)))
+    chunks.append(png_chunk(b"IEND", b""))
+    return b"\x89PNG\r\n\x1a\n" + b"".join(chunks)
+
+
+def jpeg_with_far_sof(jpeg: bytes, app_segments: int = 5, sof_size: tuple[int, int] | None = None) -> bytes:
+    """A JPEG whose SOF sits behind ``app_segments`` maximal APP15 segments (past the 256 KiB header
+    probe); ``sof_size`` rewrites the dimensions the SOF declares."""
+    assert jpeg[:2] == b"\xff\xd8"
+    pad = b"".join(b"\xff\xef" + struct.pack(">H", 65535) + b"\0" * 65533 for _ in range(app_segments))
+    body = jpeg[2:]
+    if sof_size is not None:
+        i = 0
+        while True:
+            i = body.index(b"\xff", i)
+            marker = body[i + 1]
+            if marker in (0xC0, 0xC1, 0xC2):
+                width, height = sof_size
+                body = body[: i + 5] + struct.pack(">HH", height, width) + body[i + 9 :]
+                break
+            i += 2 + struct.unpack(">H", body[i + 2 : i + 4])[0]
+    return b"\xff\xd8" + pad + body
+
+
+def dims_of(data_b64: str) -> tuple[int, int]:
+    with Image.open(io.BytesIO(base64.b64decode(data_b64))) as img:
+        return img.size
