@@ -87,7 +87,9 @@ _OPERATIONS = (
     ),
 )
 
-_DROPS = _object({k: {"type": "integer", "minimum": 0} for k in ("cap", "bytes", "truncated", "no_vision", "unextractable")})
+_DROPS = _object(
+    {k: {"type": "integer", "minimum": 0} for k in ("cap", "bytes", "truncated", "no_vision", "unextractable")}
+)
 _MESSAGES = {"type": "array", "items": {"type": "object", "required": ["role"]}}
 _ENV = {"type": "object", "additionalProperties": {"type": "string"}}
 _USAGE = _object(
@@ -114,7 +116,9 @@ _ENGINE_OPERATIONS = (
                 "env": _ENV,
             }
         ),
-        result=_object({"request_b64": {"type": "string"}, "attached": {"type": "integer", "minimum": 0}, "drops": _DROPS}),
+        result=_object(
+            {"request_b64": {"type": "string"}, "attached": {"type": "integer", "minimum": 0}, "drops": _DROPS}
+        ),
     ),
     Operation(
         name="engine.parse_generator_metadata",

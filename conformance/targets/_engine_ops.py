@@ -74,12 +74,17 @@ class EngineOperations:
 
     def engine_store_offsets(self, step_offset: int, generator_offset: int | None) -> dict[str, Any]:
         pool = ConversationPool()
-        pool.checkin("conformance-fp", PoolEntry(cascade_id="c", step_offset=step_offset, generator_offset=generator_offset))
+        pool.checkin(
+            "conformance-fp", PoolEntry(cascade_id="c", step_offset=step_offset, generator_offset=generator_offset)
+        )
         entry = pool.checkout("conformance-fp")
         if entry is None:
             raise RuntimeError("the pool lost an entry checked in a moment ago")
         generator = entry.generator_offset
-        return {"step_offset": int(entry.step_offset), "generator_offset": None if generator is None else int(generator)}
+        return {
+            "step_offset": int(entry.step_offset),
+            "generator_offset": None if generator is None else int(generator),
+        }
 
     def engine_play_turns(
         self,
