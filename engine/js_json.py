@@ -100,9 +100,17 @@ def js_truthy(value: object) -> bool:
     return True
 
 
-def _quote(text: str) -> str:
+def _js_units(text: str) -> str:
+    """``text`` as a JS string would hold it: surrogate code points that form a pair are joined."""
+    if not any(0xD800 <= ord(ch) <= 0xDFFF for ch in text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
+def js_quote(text: str) -> str:
+    """``JSON.stringify(string)``: short escapes, ``\\u00XX`` below 0x20, lone surrogates escaped."""
     out = ['"']
-    for ch in text:
+    for ch in _js_units(text):
         code = ord(ch)
         short = _SHORT_ESCAPES.get(ch)
         if short is not None:
@@ -136,7 +144,7 @@ def js_stringify(value: object) -> str | None:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
-        return _quote(value)
+        return js_quote(value)
     if isinstance(value, int):
         text = _int_text(value)
         return "null" if text.endswith("Infinity") else text
@@ -150,6 +158,6 @@ def js_stringify(value: object) -> str | None:
         for key, val in _ordered_keys(value):
             rendered = js_stringify(val)
             if rendered is not None:
-                members.append(_quote(key) + ":" + rendered)
+                members.append(js_quote(key) + ":" + rendered)
         return "{" + ",".join(members) + "}"
     return None

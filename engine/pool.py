@@ -46,7 +46,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from enum import Enum
 from typing import Concatenate, Final, ParamSpec, TypeVar
 
-from engine.js_json import js_number, js_string, js_truthy
+from engine.js_json import js_number, js_quote, js_string, js_truthy
 from engine.utf16 import utf16_len
 
 log = logging.getLogger("engine.pool")
@@ -68,40 +68,6 @@ ONE_HOUR_CACHE_TTL_HINT_S: Final = 5400.0
 
 _MAX_SAFE_INTEGER = 2**53
 _MISSING: Final = object()
-
-_SHORT_ESCAPES = {
-    '"': '\\"',
-    "\\": "\\\\",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-}
-
-
-def _js_units(text: str) -> str:
-    """``text`` as a JS string would hold it: surrogate code points that form a pair are joined."""
-    if not any(0xD800 <= ord(ch) <= 0xDFFF for ch in text):
-        return text
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
-
-
-def _json_quote(text: str) -> str:
-    """``JSON.stringify(string)``: short escapes, ``\\u00XX`` below 0x20, lone surrogates escaped."""
-    out = ['"']
-    for ch in _js_units(text):
-        code = ord(ch)
-        short = _SHORT_ESCAPES.get(ch)
-        if short is not None:
-            out.append(short)
-        elif code < 0x20 or 0xD800 <= code <= 0xDFFF:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
-
 
 def _json_number(value: int | float) -> str:
     if isinstance(value, int):
@@ -132,7 +98,7 @@ def stable_stringify(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
-        return _json_quote(value)
+        return js_quote(value)
     if isinstance(value, int | float):
         return _json_number(value)
     if isinstance(value, list | tuple):
@@ -140,7 +106,7 @@ def stable_stringify(value: object) -> str:
     if isinstance(value, Mapping):
         pairs = [(key if isinstance(key, str) else js_string(key), val) for key, val in value.items()]
         pairs.sort(key=lambda pair: _utf16_sort_key(pair[0]))
-        return "{" + ",".join(_json_quote(key) + ":" + stable_stringify(val) for key, val in pairs) + "}"
+        return "{" + ",".join(js_quote(key) + ":" + stable_stringify(val) for key, val in pairs) + "}"
     raise TypeError(f"stable_stringify: {type(value).__name__} is not a JSON value")
 
 

@@ -23,6 +23,7 @@ from fakels.proto.exa.cortex_pb import cortex_pb2 as cortex
 from fakels.proto.exa.language_server_pb import language_server_pb2 as ls
 from fakels.scenario import Chunk, Scenario, Turn, Usage
 from fakels.server import FakeLSThread
+from tests._wire_expectations import client_metadata_dict
 
 pytestmark = pytest.mark.invariant("WIRE-1")
 
@@ -50,19 +51,7 @@ METADATA: wb.Fields = [
     (12, "windsurf"),
     (21, USER_JWT),
 ]
-METADATA_DICT: dict[str, Any] = {
-    "ide_name": "windsurf",
-    "extension_version": "2.0.67",
-    "api_key": API_KEY,
-    "locale": "en",
-    "os": "linux",
-    "ide_version": "2.0.67",
-    "hardware": "x86_64",
-    "request_id": REQUEST_ID,
-    "session_id": SESSION_ID,
-    "extension_name": "windsurf",
-    "user_jwt": USER_JWT,
-}
+METADATA_DICT = client_metadata_dict(api_key=API_KEY, request_id=REQUEST_ID, session_id=SESSION_ID, user_jwt=USER_JWT)
 
 PROMPT = (
     "You are a helpful assistant.\n"

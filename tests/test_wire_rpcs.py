@@ -22,6 +22,7 @@ from fakels.proto.exa.language_server_pb import language_server_pb2 as ls
 from fakels.proto.exa.language_server_pb import language_server_pb2_grpc as ls_grpc
 from fakels.scenario import default_answer
 from fakels.server import FakeLSThread
+from tests._wire_expectations import client_metadata_dict
 from tests.conftest import CSRF_TOKEN
 
 pytestmark = pytest.mark.invariant("WIRE-1")
@@ -53,19 +54,7 @@ def _metadata() -> common.Metadata:
     )
 
 
-METADATA_DICT: dict[str, Any] = {
-    "ide_name": "windsurf",
-    "extension_version": "2.0.67",
-    "api_key": API_KEY,
-    "locale": "en",
-    "os": "linux",
-    "ide_version": "2.0.67",
-    "hardware": "x86_64",
-    "request_id": REQUEST_ID,
-    "session_id": SESSION_ID,
-    "extension_name": "windsurf",
-    "user_jwt": USER_JWT,
-}
+METADATA_DICT = client_metadata_dict(api_key=API_KEY, request_id=REQUEST_ID, session_id=SESSION_ID, user_jwt=USER_JWT)
 
 _OVERRIDE = cortex.SectionOverrideMode.SECTION_OVERRIDE_MODE_OVERRIDE
 

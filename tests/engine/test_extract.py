@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import logging
-from collections.abc import Iterator
 from functools import partial
 
 import pytest
@@ -23,7 +22,7 @@ from engine.extract import (
 )
 from engine.images import MAX_BASE64_LEN, ImageData, ImageSettings
 from engine.url_fetch import FetchPolicy, ImageFetchError, fetch_image_url
-from tests.engine._image_server import ImageServer, serve_images
+from tests.engine._image_server import ImageServer
 from tests.engine._imagegen import b64, gradient, noise, solid
 from tests.engine._pdfgen import pdf_b64
 
@@ -31,18 +30,6 @@ SETTINGS = ImageSettings()
 PNG = b64(solid(6, 4))
 JPEG = b64(solid(6, 4, "JPEG"))
 SCANNED = "\n[PDF Document \u2014 no extractable text (scanned/image-only PDF)]\n"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ImageServer]:
-    with serve_images() as srv:
-        yield srv
-
-
-@pytest.fixture
-def fresh(server: ImageServer) -> ImageServer:
-    server.requests.clear()
-    return server
 
 
 class _Recorder:

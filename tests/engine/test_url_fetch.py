@@ -10,7 +10,7 @@ import base64
 import ipaddress
 import socket
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from urllib.parse import quote
 
 import pytest
@@ -26,21 +26,9 @@ from engine.url_fetch import (
     fetch_image_url,
     is_blocked_address,
 )
-from tests.engine._image_server import ImageServer, serve_images
+from tests.engine._image_server import ImageServer
 
 TEST_POLICY = FetchPolicy(allow_loopback_for_tests=True, timeout=3.0)
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ImageServer]:
-    with serve_images() as srv:
-        yield srv
-
-
-@pytest.fixture
-def fresh(server: ImageServer) -> ImageServer:
-    server.requests.clear()
-    return server
 
 
 def _reason(url: str, policy: FetchPolicy | None = None) -> FetchFailure:
