@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import shutil
 import sys
@@ -33,6 +34,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--report", type=Path, default=Path("reports/conformance"), help="report folder")
     run.add_argument("--profile", choices=PROFILES, default="ci", help="ci: derandomized, bounded; thorough: more")
     run.add_argument("--seed", type=int, help="Hypothesis seed (reproduces a thorough run)")
+    run.add_argument(
+        "--log-level",
+        default="ERROR",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="log level of the reference implementations while they are checked (default ERROR: the "
+        "engine warns about every image it drops, which the properties provoke on purpose)",
+    )
     replay = sub.add_parser("replay", help="run one saved case file against a target")
     replay.add_argument("case", type=Path)
     _target_option(replay)
@@ -73,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    for name in ("engine", "fakels"):
+        logging.getLogger(name).setLevel(args.log_level)
     chosen = select(args.only.split(",") if args.only else None)
     known = load_known_failures(args.known_failures) if args.known_failures else {}
     target = load_target(args.target, call_timeout_s=args.call_timeout)
