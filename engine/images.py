@@ -359,6 +359,15 @@ def shrink_image(img: ImageData, settings: ImageSettings | None = None) -> Shrin
     def result(outcome: ShrinkOutcome, image: ImageData, reason: str | None, oversize: bool) -> ShrinkResult:
         return ShrinkResult(outcome, image, reason, fmt, width, height, oversize)
 
+    # Refusals the baseline lacked (issue 4): bytes that are no image format on the MIME allowlist,
+    # and decompression bombs, never reach field 6, whatever the client declared.
+    if detected is None:
+        reason = "not a PNG, JPEG, GIF or WebP image (magic bytes); refused"
+        return result(ShrinkOutcome.DROPPED, original, reason, oversize_dims)
+    if dims is not None and dims[0] * dims[1] > s.max_decode_pixels:
+        reason = f"decompression bomb: {dims[0]}x{dims[1]} pixels exceeds the decode budget of {s.max_decode_pixels}"
+        return result(ShrinkOutcome.DROPPED, original, reason, oversize_dims)
+
     if size > s.max_base64_len:
         over = f"base64 length {size} exceeds limit {s.max_base64_len}"
         if fmt == "gif":

@@ -205,12 +205,11 @@ def test_magic_bytes_override_the_declared_mime() -> None:
     assert _shrink(solid(4, 4, "PNG"), "").image.mime_type == "image/png"
 
 
-def test_undetectable_bytes_keep_the_declared_mime_lower_cased() -> None:
-    result = shrink_image(ImageData(b64(b"not an image at all"), "Image/HEIC"))
-    assert result.outcome is ShrinkOutcome.KEPT
-    assert result.image.mime_type == "image/heic"
-    assert result.format is None
-    assert shrink_image(ImageData(b64(b"not an image at all"), "")).image.mime_type == "image/png"
+def test_undetectable_bytes_are_refused_whatever_the_declared_mime() -> None:
+    for declared in ("Image/HEIC", "image/png", ""):
+        result = shrink_image(ImageData(b64(b"not an image at all"), declared))
+        assert result.outcome is ShrinkOutcome.DROPPED, declared
+        assert result.reason == "not a PNG, JPEG, GIF or WebP image (magic bytes); refused"
 
 
 # --- shrink: re-encode ----------------------------------------------------------------------------
@@ -353,13 +352,12 @@ def pillow_must_not_open(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.usefixtures("pillow_must_not_open")
 @pytest.mark.invariant("IMG-7")
-def test_a_decode_bomb_within_the_byte_budget_is_forwarded_without_decoding() -> None:
+def test_a_decode_bomb_within_the_byte_budget_is_refused_without_decoding() -> None:
     raw = bomb_png(100_000, 100_000)
     result = _shrink(raw)
     assert (result.width, result.height) == (100_000, 100_000)
-    assert result.outcome is ShrinkOutcome.KEPT
-    assert result.image.base64_data == b64(raw)
-    assert result.reason == "long side 100000px exceeds 1568px (forwarded as-is; re-encode unavailable)"
+    assert result.outcome is ShrinkOutcome.DROPPED
+    assert result.reason == ("decompression bomb: 100000x100000 pixels exceeds the decode budget of 41943040")
 
 
 @pytest.mark.usefixtures("pillow_must_not_open")
@@ -369,7 +367,7 @@ def test_a_byte_oversized_decode_bomb_is_dropped_without_decoding() -> None:
     result = _shrink(raw, settings=ImageSettings(max_base64_len=1000))
     assert result.outcome is ShrinkOutcome.DROPPED
     assert result.reason is not None
-    assert result.reason.endswith("re-encode failed: image 7000x7000 exceeds decode pixel budget")
+    assert result.reason.startswith("decompression bomb: 7000x7000 pixels")
 
 
 @pytest.mark.invariant("IMG-7")
