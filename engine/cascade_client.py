@@ -41,6 +41,7 @@ from engine.errors import (
 from engine.ls_channel import CallTimeouts, LsChannel
 from engine.ls_requests import AdditionalStep, ClientIdentity, ImageLike, ModelRef, PlannerOptions
 from engine.polling import CascadeDelta, EndReason, PollSettings, poll_turn
+from engine.steps_delta import additional_steps_for
 from engine.trajectory import CascadeToolCall, StepUsage
 from engine.usage import (
     GeneratorUsage,
@@ -166,15 +167,6 @@ class _WarmState:
     session_id: str
     warmed: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-def _effective_steps(
-    steps: Sequence[AdditionalStep], start: int | None, resumed_trajectory: bool
-) -> Sequence[AdditionalStep]:
-    """engine.md section 6.B: slice to the newest round only while the trajectory is resumed."""
-    if resumed_trajectory and isinstance(start, int) and not isinstance(start, bool) and start > 0:
-        return steps[min(start, len(steps)) :]
-    return steps
 
 
 def _step_usage_as_generator_usage(usage: StepUsage) -> GeneratorUsage:
@@ -344,7 +336,7 @@ class CascadeClient:
         planner_default: bool,
         resumed_trajectory: bool,
     ) -> None:
-        steps = _effective_steps(request.additional_steps, request.additional_steps_from, resumed_trajectory)
+        steps = additional_steps_for(request.additional_steps, request.additional_steps_from, resumed_trajectory)
         options = PlannerOptions(
             model=request.model,
             native_mode=request.native_mode,

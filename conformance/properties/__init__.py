@@ -21,7 +21,7 @@ Case = dict[str, Any]
 CaseStrategy = Callable[[Target], st.SearchStrategy[Case]]
 Check = Callable[[Target, Case, "Evidence"], None]
 
-_FAMILY_MODULES = ("conformance.properties.wire",)
+_FAMILY_MODULES = ("conformance.properties.wire", "conformance.properties.img", "conformance.properties.off")
 
 
 @dataclass
