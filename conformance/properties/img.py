@@ -493,7 +493,7 @@ def build(
     return sent
 
 
-def _position_of(labels: Sequence[str], slot: Slot) -> int | None:
+def position_of(labels: Sequence[str], slot: Slot) -> int | None:
     """1-based field-6 position of the slot's image, None when it is not there."""
     return labels.index(slot.name) + 1 if slot.image is not None and slot.name in labels else None
 
@@ -686,7 +686,7 @@ def history_images_reach_field_6(target: Target, case: Case, evidence: Evidence)
             f"{slot.name} (turn {slot.turn}, block {slot.block}) is within the bounds but is not in field 6 "
             f"after the current turn's {expected.k} image(s); field 6 is {labels}"
         )
-    check_lines(sent, expected, lambda slot: _position_of(labels, slot))
+    check_lines(sent, expected, lambda slot: position_of(labels, slot))
 
 
 # ---------------------------------------------------------------------------- IMG-2
@@ -720,7 +720,7 @@ def ordinals_name_field_6_positions(target: Target, case: Case, evidence: Eviden
         f"the markers in the prompt read {numbers}; with {expected.k} current image(s) and {len(history)} history "
         f"image(s) in field 6 they must read {wanted}"
     )
-    check_lines(sent, expected, lambda slot: _position_of(labels, slot))
+    check_lines(sent, expected, lambda slot: position_of(labels, slot))
 
 
 # ---------------------------------------------------------------------------- IMG-3
