@@ -17,12 +17,12 @@ from hypothesis import given, settings
 
 from conformance.properties.img import (
     MODEL_UID,
-    position_of,
     check_lines,
     conversations,
     decode_send,
     model,
     png_index,
+    position_of,
 )
 from conformance.targets import Target, load_target
 from fakels.server import FakeLSThread
