@@ -19,8 +19,8 @@ import time
 
 import grpc
 
-from fakels._decode import decode
-from fakels._demo import play_turn
+from fakels.decoder import decode
+from fakels.demo import play_turn
 from fakels.proto.exa.codeium_common_pb import codeium_common_pb2 as common
 from fakels.proto.exa.cortex_pb import cortex_pb2 as cortex
 from fakels.proto.exa.language_server_pb import language_server_pb2 as ls

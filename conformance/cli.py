@@ -81,8 +81,18 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    for name in ("engine", "fakels"):
-        logging.getLogger(name).setLevel(args.log_level)
+    loggers = [logging.getLogger(name) for name in ("engine", "fakels")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(args.log_level)
+    try:
+        return _run_with_logging_set(args)
+    finally:  # main() may run in a host process (tests, an embedding tool): leave its logging as found
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
+def _run_with_logging_set(args: argparse.Namespace) -> int:
     chosen = select(args.only.split(",") if args.only else None)
     known = load_known_failures(args.known_failures) if args.known_failures else {}
     target = load_target(args.target, call_timeout_s=args.call_timeout)

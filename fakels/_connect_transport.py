@@ -35,7 +35,7 @@ import h2.errors
 import h2.events
 import h2.exceptions
 
-from fakels._schema import rpc_for_path
+from fakels.rpcs import rpc_for_path
 from fakels.service import FakeLanguageServer, IncomingCall, Reply
 
 CONTENT_TYPE = "application/connect+proto"

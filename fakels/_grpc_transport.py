@@ -14,7 +14,7 @@ from typing import Any
 import grpc
 from grpc import aio
 
-from fakels._schema import rpc_for_path
+from fakels.rpcs import rpc_for_path
 from fakels.service import FakeLanguageServer, IncomingCall, Reply
 
 _SERVER_OPTIONS = [

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import grpc
 
-from fakels import _steps
+from fakels import steps as step_builders
 from fakels.clock import Clock
 from fakels.proto.exa.codeium_common_pb import codeium_common_pb2 as common
 from fakels.proto.exa.cortex_pb import cortex_pb2 as cortex
@@ -137,7 +137,7 @@ class LanguageServerState:
             self._finish(cascade)
         cascade.model_uid = request.cascade_config.planner_config.requested_model_uid
         if turn.user_input_step:
-            cascade.steps.append(_steps.user_input_step(prompt))
+            cascade.steps.append(step_builders.user_input_step(prompt))
         now = self.clock.now()
         cascade.current = _ActiveTurn(turn=turn, prompt=prompt, started_at=now, last_reveal_at=now)
 
@@ -237,7 +237,7 @@ class LanguageServerState:
         if chunk.text or chunk.thinking:
             active.response += chunk.text
             active.thinking += chunk.thinking
-            step = _steps.planner_step(active.response, active.thinking, done=False, modified_response=None)
+            step = step_builders.planner_step(active.response, active.thinking, done=False, modified_response=None)
             if active.planner_index is None:
                 active.planner_index = len(cascade.steps)
                 cascade.steps.append(step)
@@ -245,12 +245,12 @@ class LanguageServerState:
                 cascade.steps[active.planner_index] = step
         if chunk.tool_call is not None:
             call = chunk.tool_call
-            cascade.steps.append(_steps.tool_call_step(call.id, call.name, call.arguments_json))
+            cascade.steps.append(step_builders.tool_call_step(call.id, call.name, call.arguments_json))
         if chunk.native is not None:
             native = chunk.native
-            cascade.steps.append(_steps.native_step(native.kind, native.body, native.step_type, native.status))
+            cascade.steps.append(step_builders.native_step(native.kind, native.body, native.step_type, native.status))
         if chunk.error is not None:
-            cascade.steps.append(_steps.error_step(chunk.error))
+            cascade.steps.append(step_builders.error_step(chunk.error))
 
     def _finish(self, cascade: CascadeState) -> None:
         active = cascade.active
@@ -261,7 +261,7 @@ class LanguageServerState:
             active.revealed += 1
             self._reveal(cascade, active, chunk)
         if active.planner_index is not None or active.turn.modified_response is not None:
-            step = _steps.planner_step(
+            step = step_builders.planner_step(
                 active.response, active.thinking, done=True, modified_response=active.turn.modified_response
             )
             if active.planner_index is None:
@@ -269,7 +269,7 @@ class LanguageServerState:
             else:
                 cascade.steps[active.planner_index] = step
         for usage in active.turn.records:
-            cascade.records.append(_steps.generator_record(_usage_message(usage), cascade.model_uid))
+            cascade.records.append(step_builders.generator_record(_usage_message(usage), cascade.model_uid))
         active.finished = True
         cascade.turns_played += 1
         if active.turn.expire_after:

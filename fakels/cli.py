@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
             return _serve(args)
         if args.command == "stand-in":
             return _standin(args)
-        from fakels._demo import run_demo
+        from fakels.demo import run_demo
 
         return run_demo()
     except ScenarioError as exc:

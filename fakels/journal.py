@@ -12,11 +12,11 @@ import base64
 import json
 import threading
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from fakels._decode import UnknownField
+from fakels.decoder import UnknownField
 
 
 @dataclass(frozen=True)
@@ -124,6 +124,4 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def _with_seq(entry: JournalEntry, seq: int) -> JournalEntry:
-    from dataclasses import replace
-
     return replace(entry, seq=seq)

@@ -15,12 +15,16 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
 import jsonschema
+import yaml
+from google.protobuf import json_format
+
+from fakels.steps import native_body
 
 FaultKind = Literal["expired", "panel_lost", "untrusted", "error"]
 
@@ -154,8 +158,6 @@ def load_scenario(path: Path) -> Scenario:
 
 def _parse_document(text: str, suffix: str, source: str) -> Any:
     if suffix in (".yaml", ".yml"):
-        import yaml
-
         try:
             return yaml.safe_load(text)
         except yaml.YAMLError as exc:
@@ -186,10 +188,6 @@ def parse_scenario(document: Any, *, source: str = "scenario") -> Scenario:
 
 
 def _check_native_bodies(scenario: Scenario, source: str) -> None:
-    from google.protobuf import json_format
-
-    from fakels._steps import native_body
-
     for t, turn in enumerate(scenario.turns):
         for c, chunk in enumerate(turn.chunks):
             if chunk.native is None:
@@ -239,8 +237,6 @@ def _build_chunk(doc: Mapping[str, Any]) -> Chunk:
 
 def scenario_to_document(scenario: Scenario) -> dict[str, Any]:
     """The JSON document that :func:`parse_scenario` turns back into ``scenario``."""
-    from dataclasses import asdict
-
     doc = asdict(scenario)
     for turn in doc["turns"]:
         for chunk in turn["chunks"]:

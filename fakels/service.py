@@ -18,14 +18,14 @@ import grpc
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from fakels._decode import Decoded, RequestDecodeError, decode, message_to_dict
-from fakels._schema import RPCS, SERVICE_NAME, Rpc, rpc_for_path
 from fakels.cascade import LanguageServerState, LsError, RawPayload
 from fakels.clock import Clock, SystemClock
+from fakels.decoder import Decoded, RequestDecodeError, decode, message_to_dict
 from fakels.journal import Journal, JournalEntry
 from fakels.proto.exa.chat_pb import chat_pb2 as chat
 from fakels.proto.exa.cortex_pb import cortex_pb2 as cortex
 from fakels.proto.exa.language_server_pb import language_server_pb2 as ls
+from fakels.rpcs import RPCS, SERVICE_NAME, Rpc, rpc_for_path
 from fakels.scenario import Scenario, default_answer
 
 CSRF_HEADER = "x-codeium-csrf-token"

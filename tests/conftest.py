@@ -13,8 +13,7 @@ from hypothesis import HealthCheck, settings
 from conformance.catalogue import invariant
 from fakels.proto.exa.language_server_pb import language_server_pb2_grpc as ls_grpc
 from fakels.server import FakeLSThread
-
-CSRF_TOKEN = "windsurf-api-csrf-fixed-token"
+from tests.support.fake_ls import CSRF_TOKEN
 
 settings.register_profile(
     "ci",

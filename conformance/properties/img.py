@@ -59,8 +59,8 @@ from PIL import Image
 from conformance.properties import Case, Evidence, invariant_property
 from conformance.strategies import unicode_text
 from conformance.targets import Target
-from fakels._decode import decode
-from fakels._schema import RPCS
+from fakels.decoder import decode
+from fakels.rpcs import RPCS
 from fakels.scenario import Chunk, Scenario, Turn
 from fakels.server import FakeLSThread
 

@@ -21,7 +21,7 @@ from conformance._ls_client import SERVICE_PREFIX, LsClient
 from conformance.properties import Case, Evidence, invariant_property
 from conformance.strategies import unicode_text
 from conformance.targets import Target
-from fakels._schema import RPCS
+from fakels.rpcs import RPCS
 
 # ---------------------------------------------------------------------------- requests from the tables
 

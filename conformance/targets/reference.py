@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from conformance.targets._engine_ops import EngineOperations
-from fakels._decode import RequestDecodeError, decode
-from fakels._schema import RPCS
 from fakels.clock import ManualClock, SystemClock
+from fakels.decoder import RequestDecodeError, decode
+from fakels.rpcs import RPCS
 from fakels.scenario import parse_scenario
 from fakels.server import FakeLSThread
 

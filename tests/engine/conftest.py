@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.engine._image_server import ImageServer, serve_images
+from tests.support.image_server import ImageServer, serve_images
 
 
 @pytest.fixture(scope="module")

@@ -22,9 +22,9 @@ from engine.extract import (
 )
 from engine.images import MAX_BASE64_LEN, ImageData, ImageSettings
 from engine.url_fetch import FetchPolicy, ImageFetchError, fetch_image_url
-from tests.engine._image_server import ImageServer
-from tests.engine._imagegen import b64, gradient, noise, solid
-from tests.engine._pdfgen import pdf_b64
+from tests.support.image_server import ImageServer
+from tests.support.imagegen import b64, gradient, noise, solid
+from tests.support.pdfgen import pdf_b64
 
 SETTINGS = ImageSettings()
 PNG = b64(solid(6, 4))

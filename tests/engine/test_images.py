@@ -36,7 +36,7 @@ from engine.images import (
     sniff_base64,
     sniff_format,
 )
-from tests.engine._imagegen import b64, bomb_png, dims_of, encode, gradient, jpeg_with_far_sof, noise, solid
+from tests.support.imagegen import b64, bomb_png, dims_of, encode, gradient, jpeg_with_far_sof, noise, solid
 
 FORMATS = {"png": "PNG", "jpeg": "JPEG", "gif": "GIF", "webp": "WEBP"}
 FORMATS_MIME = {"png": "image/png", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp"}

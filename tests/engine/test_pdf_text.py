@@ -18,7 +18,7 @@ from engine.pdf_text import (
     extract_pdf_text,
     pdf_text_marker,
 )
-from tests.engine._pdfgen import build_pdf, encrypted_pdf, pdf_b64
+from tests.support.pdfgen import build_pdf, encrypted_pdf, pdf_b64
 
 
 def test_text_and_page_count() -> None:

@@ -26,7 +26,7 @@ from engine.url_fetch import (
     fetch_image_url,
     is_blocked_address,
 )
-from tests.engine._image_server import ImageServer
+from tests.support.image_server import ImageServer
 
 TEST_POLICY = FetchPolicy(allow_loopback_for_tests=True, timeout=3.0)
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from google.protobuf.message import Message
 
-from fakels._decode import message_to_dict
+from fakels.decoder import message_to_dict
 from fakels.journal import JournalEntry
 from fakels.proto.exa.chat_pb import chat_pb2 as chat
 from fakels.proto.exa.codeium_common_pb import codeium_common_pb2 as common
@@ -23,8 +23,8 @@ from fakels.proto.exa.cortex_pb import cortex_pb2 as cortex
 from fakels.proto.exa.language_server_pb import language_server_pb2 as ls
 from fakels.scenario import Chunk, Scenario, Turn, default_answer
 from fakels.server import FakeLSThread
-from tests._h2client import H2Client, H2Response, send_raw
-from tests.conftest import CSRF_TOKEN
+from tests.support.fake_ls import CSRF_TOKEN
+from tests.support.h2client import H2Client, H2Response, send_raw
 
 SERVICE_PATH = "/exa.language_server_pb.LanguageServerService/"
 CONNECT_PROTO = "application/connect+proto"

@@ -26,7 +26,7 @@ from mutations.mutmut_score import (
     triage,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _mutmut_config() -> dict[str, Any]:

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from fakels._demo import play_turn
+from fakels.demo import play_turn
 from fakels.journal import read_jsonl
 from fakels.scenario import Chunk, Scenario, Turn, scenario_to_document
 from fakels.standin import StandinUsageError, parse_ls_command_line, ports_file, write_standin
-from tests._procs import free_port, wait_for_grpc
+from tests.support.procs import free_port, wait_for_grpc
 
 GATEWAY_FLAGS = [
     "--api_server_url=https://server.self-serve.windsurf.com",

@@ -1,4 +1,4 @@
-"""Deliberately broken targets for the runner's meta-tests (``python:tests._broken_targets:...``)."""
+"""Deliberately broken targets for the runner's meta-tests (``python:tests.support.broken_targets:...``)."""
 
 from __future__ import annotations
 

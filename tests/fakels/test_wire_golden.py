@@ -2,7 +2,7 @@
 
 Every request here is written with :mod:`conformance.wire_bytes` in the field order the real client
 (WindsurfAPI) emits, never through our generated classes, then decoded with
-``fakels._decode.decode`` and compared with a literal dict. The response side checks that the
+``fakels.decoder.decode`` and compared with a literal dict. The response side checks that the
 bytes wire.md calls minimal are exactly what our classes (and the running fake) produce.
 """
 
@@ -14,16 +14,16 @@ import grpc
 import pytest
 
 from conformance import wire_bytes as wb
-from fakels import _steps
-from fakels._decode import decode
-from fakels._schema import RPCS
+from fakels import steps as fakels_steps
+from fakels.decoder import decode
 from fakels.proto.exa.chat_pb import chat_pb2 as chat
 from fakels.proto.exa.codeium_common_pb import codeium_common_pb2 as common
 from fakels.proto.exa.cortex_pb import cortex_pb2 as cortex
 from fakels.proto.exa.language_server_pb import language_server_pb2 as ls
+from fakels.rpcs import RPCS
 from fakels.scenario import Chunk, Scenario, Turn, Usage
 from fakels.server import FakeLSThread
-from tests._wire_expectations import client_metadata_dict
+from tests.support.wire_expectations import client_metadata_dict
 
 pytestmark = pytest.mark.invariant("WIRE-1")
 
@@ -446,17 +446,17 @@ def test_minimal_planner_step() -> None:
             "planner_response": {"response": ANSWER},
         },
     )
-    assert _steps.planner_step(ANSWER, "", done=True, modified_response=None).SerializeToString() == raw
+    assert fakels_steps.planner_step(ANSWER, "", done=True, modified_response=None).SerializeToString() == raw
     assert ls.GetCascadeTrajectoryStepsResponse(
-        steps=[_steps.planner_step(ANSWER, "", done=True, modified_response=None)]
+        steps=[fakels_steps.planner_step(ANSWER, "", done=True, modified_response=None)]
     ).SerializeToString() == wb.message([(1, MINIMAL_STEP)])
 
 
 def test_user_input_and_error_steps() -> None:
     user = wb.message([(1, 14), (4, 3), (19, [(2, "user: What is 2+2?")])])
-    assert _steps.user_input_step("What is 2+2?\nsecond line").SerializeToString() == user
+    assert fakels_steps.user_input_step("What is 2+2?\nsecond line").SerializeToString() == user
     error = wb.message([(1, 17), (4, 3), (24, [(3, [(1, "model overloaded")])])])
-    assert _steps.error_step("model overloaded").SerializeToString() == error
+    assert fakels_steps.error_step("model overloaded").SerializeToString() == error
     _assert_decodes(
         cortex.CortexTrajectoryStep,
         error,
@@ -503,7 +503,7 @@ def test_generator_metadata_response() -> None:
         },
     )
     usage = common.ModelUsageStats(input_tokens=1719, output_tokens=25, cache_write_tokens=7, cache_read_tokens=100)
-    record = _steps.generator_record(usage, "")
+    record = fakels_steps.generator_record(usage, "")
     assert ls.GetCascadeTrajectoryGeneratorMetadataResponse(generator_metadata=[record]).SerializeToString() == raw
 
 

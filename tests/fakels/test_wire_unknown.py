@@ -19,14 +19,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance import wire_bytes as wb
-from fakels._decode import UnknownField, decode
-from fakels._schema import RPCS
+from fakels.decoder import UnknownField, decode
 from fakels.journal import read_jsonl
 from fakels.proto.exa.codeium_common_pb import codeium_common_pb2 as common
 from fakels.proto.exa.cortex_pb import cortex_pb2 as cortex
 from fakels.proto.exa.language_server_pb import language_server_pb2 as ls
+from fakels.rpcs import RPCS
 from fakels.server import FakeLSThread
-from tests.conftest import CSRF_TOKEN
+from tests.support.fake_ls import CSRF_TOKEN
 
 pytestmark = pytest.mark.invariant("WIRE-2")
 

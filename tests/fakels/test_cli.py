@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from fakels._demo import play_turn
+from fakels.demo import play_turn
 from fakels.journal import read_jsonl
-from tests._procs import wait_for_grpc
+from tests.support.procs import wait_for_grpc
 
 FAKELS = [sys.executable, "-m", "fakels.cli"]
 

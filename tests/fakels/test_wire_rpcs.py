@@ -1,6 +1,6 @@
 """WIRE-1 end to end: a real grpcio client sends every RPC, the journal decodes it field for field.
 
-Each RPC of ``fakels._schema.RPCS`` has a realistic request built with the generated classes and
+Each RPC of ``fakels.rpcs.RPCS`` has a realistic request built with the generated classes and
 an expected dict written out by hand (not produced by our converter). A new RPC in the proto
 without an example here fails the suite, so coverage stays complete.
 """
@@ -14,16 +14,16 @@ import grpc
 import pytest
 from google.protobuf.message import Message
 
-from fakels._schema import RPCS
 from fakels.proto.exa.chat_pb import chat_pb2 as chat
 from fakels.proto.exa.codeium_common_pb import codeium_common_pb2 as common
 from fakels.proto.exa.cortex_pb import cortex_pb2 as cortex
 from fakels.proto.exa.language_server_pb import language_server_pb2 as ls
 from fakels.proto.exa.language_server_pb import language_server_pb2_grpc as ls_grpc
+from fakels.rpcs import RPCS
 from fakels.scenario import default_answer
 from fakels.server import FakeLSThread
-from tests._wire_expectations import client_metadata_dict
-from tests.conftest import CSRF_TOKEN
+from tests.support.fake_ls import CSRF_TOKEN
+from tests.support.wire_expectations import client_metadata_dict
 
 pytestmark = pytest.mark.invariant("WIRE-1")
 

@@ -28,7 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 from engine.images import MAX_SIZE
-from tests.engine._imagegen import solid
+from tests.support.imagegen import solid
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from conformance.catalogue import CATALOGUE
 from mutations.matrix import coverage_problems, invariants_with_tests
 from mutations.spec import SpecError, default_spec_paths, load_spec, static_problems
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SPECS = default_spec_paths()
 
 

@@ -19,9 +19,9 @@ from conformance.properties import properties
 from conformance.runner import RunOptions, Status, replay_case, run_property, select
 from conformance.targets import load_target
 
-BROKEN = "python:tests._broken_targets:drops_unknown_fields"
-DECODE_ONLY = "python:tests._broken_targets:decode_only"
-NODE_ADAPTER = Path(__file__).resolve().parent.parent / "conformance" / "adapters" / "decode-adapter.mjs"
+BROKEN = "python:tests.support.broken_targets:drops_unknown_fields"
+DECODE_ONLY = "python:tests.support.broken_targets:decode_only"
+NODE_ADAPTER = Path(__file__).resolve().parents[2] / "conformance" / "adapters" / "decode-adapter.mjs"
 
 
 def test_every_catalogue_invariant_has_exactly_one_property() -> None:

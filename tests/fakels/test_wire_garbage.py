@@ -7,7 +7,7 @@ Two layers are attacked:
   every RPC of the service: arbitrary bytes and bytes that are wrong on purpose (truncated varints,
   length prefixes past the end, wire types 6 and 7, field number 0, deeply nested groups, invalid
   UTF-8 in string fields);
-* the gRPC framing and the HTTP/2 request, with the raw client of :mod:`tests._h2client`.
+* the gRPC framing and the HTTP/2 request, with the raw client of :mod:`tests.support.h2client`.
 
 What grpcio (1.85) does before our handler runs, measured and pinned here:
 
@@ -44,13 +44,13 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from conformance import wire_bytes as wb
-from fakels._schema import RPCS, SERVICE_NAME, Rpc
 from fakels.journal import JournalEntry
 from fakels.proto.exa.language_server_pb import language_server_pb2 as ls
 from fakels.proto.exa.language_server_pb import language_server_pb2_grpc as ls_grpc
+from fakels.rpcs import RPCS, SERVICE_NAME, Rpc
 from fakels.server import FakeLSThread
-from tests._h2client import H2Client, H2Response, request, send_raw
-from tests.conftest import CSRF_TOKEN
+from tests.support.fake_ls import CSRF_TOKEN
+from tests.support.h2client import H2Client, H2Response, request, send_raw
 
 CSRF_HEADER = "x-codeium-csrf-token"
 PROTO_ERROR = "proto: cannot parse invalid wire-format data"

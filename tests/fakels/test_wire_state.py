@@ -39,17 +39,17 @@ from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 from conformance.strategies import prompts, scenarios, unicode_text
-from fakels._schema import SERVICE_NAME
-from fakels._steps import NATIVE_STEP_TYPES, native_body
 from fakels.cascade import EXPIRED_TEXT, PANEL_MISSING_TEXT, UNTRUSTED_TEXT
 from fakels.clock import ManualClock
 from fakels.proto.exa.codeium_common_pb import codeium_common_pb2 as common
 from fakels.proto.exa.cortex_pb import cortex_pb2 as cortex
 from fakels.proto.exa.language_server_pb import language_server_pb2 as ls
 from fakels.proto.exa.language_server_pb import language_server_pb2_grpc as ls_grpc
+from fakels.rpcs import SERVICE_NAME
 from fakels.scenario import Chunk, Fault, NativeStep, Scenario, ToolCall, Turn, Usage
 from fakels.server import FakeLSThread
 from fakels.service import FakeLanguageServer, IncomingCall, ServerConfig
+from fakels.steps import NATIVE_STEP_TYPES, native_body
 
 pytestmark = pytest.mark.invariant("WIRE-4")
 
