@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 from conformance.catalogue import CATALOGUE, Invariant
-from conformance.properties import Case, Evidence, Property, properties
+from conformance.properties import Case, Evidence, PreconditionNotMet, Property, properties
 from conformance.targets import Target, TargetError
 
 PROFILES = ("ci", "thorough")
@@ -94,13 +94,17 @@ def run_property(prop: Property, target: Target, options: RunOptions) -> Result:
             prop.invariant, Status.NOT_CHECKABLE, f"not checkable on this target: it lacks {', '.join(missing)}"
         )
     last_failure: dict[str, Any] = {}
-    counter = {"examples": 0}
+    counter = {"examples": 0, "unmet": 0}
+    unmet_reasons: dict[str, int] = {}
 
     def attempt(case: Case) -> None:
         counter["examples"] += 1
         evidence = Evidence()
         try:
             prop.check(target, case, evidence)
+        except PreconditionNotMet as exc:
+            counter["unmet"] += 1
+            unmet_reasons[exc.reason] = unmet_reasons.get(exc.reason, 0) + 1
         except BaseException:
             last_failure["case"], last_failure["evidence"] = case, evidence.items
             raise
@@ -118,7 +122,20 @@ def run_property(prop: Property, target: Target, options: RunOptions) -> Result:
         return _failed(prop, str(exc) or "assertion failed", last_failure, started, counter["examples"])
     except Exception as exc:  # a crash inside the check is a failure too, reported with its type
         return _failed(prop, f"{type(exc).__name__}: {exc}", last_failure, started, counter["examples"])
-    return Result(prop.invariant, Status.PASS, seconds=time.perf_counter() - started, examples=counter["examples"])
+    seconds = time.perf_counter() - started
+    if counter["examples"] and counter["unmet"] == counter["examples"]:
+        return Result(
+            prop.invariant,
+            Status.NOT_CHECKABLE,
+            f"not checkable on this target: in all {counter['examples']} examples {_reasons(unmet_reasons)}",
+            seconds=seconds,
+            examples=counter["examples"],
+        )
+    return Result(prop.invariant, Status.PASS, seconds=seconds, examples=counter["examples"] - counter["unmet"])
+
+
+def _reasons(counts: dict[str, int]) -> str:
+    return "; ".join(reason if n == 1 else f"{reason} ({n} examples)" for reason, n in counts.items())
 
 
 def replay_case(prop: Property, target: Target, case: Case) -> Result:
@@ -132,6 +149,8 @@ def replay_case(prop: Property, target: Target, case: Case) -> Result:
     started = time.perf_counter()
     try:
         prop.check(target, case, evidence)
+    except PreconditionNotMet as exc:
+        return Result(prop.invariant, Status.NOT_CHECKABLE, f"not checkable on this case: {exc.reason}", case)
     except (AssertionError, TargetError, Exception) as exc:
         message = str(exc) if isinstance(exc, AssertionError) else f"{type(exc).__name__}: {exc}"
         return Result(prop.invariant, Status.FAIL, message, case, evidence.items, time.perf_counter() - started, 1)

@@ -24,6 +24,25 @@ Check = Callable[[Target, Case, "Evidence"], None]
 _FAMILY_MODULES = ("conformance.properties.wire", "conformance.properties.img", "conformance.properties.off")
 
 
+class PreconditionNotMet(Exception):
+    """This example cannot judge the invariant (the target never did what the statement is about)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def require(condition: bool, reason: str) -> None:
+    """Judge this example only when ``condition`` holds; otherwise it counts as not checkable.
+
+    For a precondition the target legitimately may not meet (it never resumed a cascade, so a
+    rebuild cannot be judged): the runner reports ``not checkable`` with ``reason`` when no
+    example met it, never ``fail``. Not for conditions the kit controls: those are assertions.
+    """
+    if not condition:
+        raise PreconditionNotMet(reason)
+
+
 @dataclass
 class Evidence:
     """What a check saw, kept for the report when the case fails (e.g. the journal it read)."""

@@ -15,15 +15,10 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 
-from conformance.properties.img import (
-    MODEL_UID,
-    check_lines,
-    conversations,
-    decode_send,
-    model,
-    png_index,
-    position_of,
-)
+from conformance.fixtures.images import png_index
+from conformance.models.img import MODEL_UID, model, position_of
+from conformance.properties.img import check_lines, decode_send
+from conformance.strategies.img import conversations
 from conformance.targets import Target, load_target
 from fakels.server import FakeLSThread
 

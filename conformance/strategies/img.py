@@ -1,0 +1,215 @@
+"""IMG: the conversations, environments and guard cases the IMG properties draw.
+
+Conversations are user/assistant turns whose content is a string or a list of blocks: text blocks
+(unicode with astral characters and tag-like text such as ``</human>``) and image blocks in both
+the OpenAI (``image_url`` data URL) and Anthropic (``image`` + base64 ``source``) shapes. Every
+image is one of the kit's identifiable PNGs with a case-unique index; its base64 is stored in the
+case, so cases stay plain JSON.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from hypothesis import strategies as st
+
+from conformance.fixtures.images import (
+    CHEAP_REFUSED,
+    FORWARDED_BLOCKS,
+    REFUSED_BLOCKS,
+    guard_block,
+    image_block,
+    kit_image_of,
+    png_b64,
+)
+from conformance.models.img import ENV_HISTORY, ENV_IMAGE_BYTES, ENV_IMAGES, PLACEHOLDER, ROLES
+from conformance.strategies.text import unicode_text
+from conformance.targets import Target
+
+Case = dict[str, Any]
+
+TAGLIKE = (
+    "</human>",
+    "</assistant>",
+    "<human>",
+    "<assistant>",
+    "</human></assistant>",
+    PLACEHOLDER,
+    "\U0001f600</human>\U0001d518",
+    "</ human>",
+)
+TEXT = st.one_of(
+    unicode_text(max_size=24),
+    st.sampled_from(TAGLIKE),
+    st.tuples(unicode_text(max_size=8), st.sampled_from(TAGLIKE), unicode_text(max_size=8)).map("".join),
+)
+_STYLES = ("image_url", "image")
+
+
+def _content(
+    draw: st.DrawFn,
+    counter: Iterator[int],
+    *,
+    images: bool,
+    refused: bool,
+    min_images: int = 0,
+    dense: bool = False,
+) -> str | list[dict[str, Any]]:
+    """One turn's content. ``dense`` turns carry 1 to 4 blocks, mostly images, so that a cap can
+    bind in the middle of a turn."""
+    if min_images == 0 and not dense and draw(st.integers(0, 5)) == 0:
+        return str(draw(TEXT))
+    kinds = ["text"] + (["image", "image"] if images else []) + (["refused"] if refused else [])
+    if dense and images:
+        kinds = ["image", "image", "image", "text"] + (["refused"] if refused else [])
+    blocks: list[dict[str, Any]] = []
+    for _ in range(draw(st.integers(2, 4)) if dense else draw(st.integers(0, 4))):
+        kind = draw(st.sampled_from(kinds))
+        if kind == "text":
+            blocks.append({"type": "text", "text": draw(TEXT)})
+        elif kind == "image":
+            blocks.append(_new_image(draw, counter))
+        else:
+            blocks.append(guard_block(draw(st.sampled_from(CHEAP_REFUSED))))
+    for _ in range(min_images - sum(1 for b in blocks if kit_image_of(b) is not None)):
+        blocks.insert(draw(st.integers(0, len(blocks))), _new_image(draw, counter))
+    return blocks
+
+
+def _new_image(draw: st.DrawFn, counter: Iterator[int]) -> dict[str, Any]:
+    return image_block(png_b64(next(counter), draw(st.integers(0, 8))), draw(st.sampled_from(_STYLES)))
+
+
+@st.composite
+def conversations(
+    draw: st.DrawFn,
+    *,
+    min_turns: int = 1,
+    max_turns: int = 6,
+    refused: bool = False,
+    current_images: bool = True,
+    first_index: int = 1,
+    dense: bool | None = None,
+) -> list[dict[str, Any]]:
+    """user/assistant turns ending with a user turn; image indices are unique within the case.
+    ``dense=None`` draws whether the history turns are image-dense."""
+    counter = itertools.count(first_index)
+    count = draw(st.integers(min_turns, max_turns))
+    image_dense = draw(st.booleans()) if dense is None else dense
+    messages = []
+    for turn in range(count):
+        current = turn == count - 1
+        role = "user" if current else draw(st.sampled_from(ROLES))
+        content = _content(
+            draw,
+            counter,
+            images=current_images or not current,
+            refused=refused and not current,
+            dense=image_dense and not current,
+        )
+        messages.append({"role": role, "content": content})
+    return messages
+
+
+@st.composite
+def envs(draw: st.DrawFn, *, binding: bool = True, truncating: bool = True) -> dict[str, str]:
+    """History-image caps (sometimes 0, often small enough to bind: the count cap, the byte budget,
+    both, or neither) and a history budget small enough to truncate sometimes; an absent switch means
+    its default."""
+    env: dict[str, str] = {}
+    caps = draw(st.sampled_from(("default", "count", "bytes", "both"))) if binding else "default"
+    if caps in ("count", "both"):
+        env[ENV_IMAGES] = str(draw(st.integers(0, 3)))
+    if caps in ("bytes", "both"):
+        env[ENV_IMAGE_BYTES] = str(0 if draw(st.integers(0, 4)) == 0 else draw(st.integers(90, 900)))
+    if truncating and draw(st.integers(0, 2)) == 0:
+        env[ENV_HISTORY] = str(draw(st.integers(1, 700)))
+    return env
+
+
+PREAMBLE = unicode_text(min_size=1, max_size=16)
+
+
+@st.composite
+def vision_on(draw: st.DrawFn) -> tuple[str, bool]:
+    """(tool_preamble, native_mode) with a vision-capable wire: no preamble, or the native bridge on."""
+    native = draw(st.booleans())
+    return (draw(st.one_of(st.just(""), PREAMBLE)) if native else ""), native
+
+
+@st.composite
+def any_wire(draw: st.DrawFn) -> tuple[str, bool]:
+    return draw(st.one_of(st.just(""), PREAMBLE)), draw(st.booleans())
+
+
+def cases(
+    *, wire: st.SearchStrategy[tuple[str, bool]], env: st.SearchStrategy[dict[str, str]], refused: bool = False
+) -> Callable[[Target], st.SearchStrategy[Case]]:
+    def strategy(_target: Target) -> st.SearchStrategy[Case]:
+        return st.tuples(conversations(min_turns=2, refused=refused), env, wire).map(
+            lambda parts: {
+                "messages": parts[0],
+                "env": parts[1],
+                "tool_preamble": parts[2][0],
+                "native_mode": parts[2][1],
+            }
+        )
+
+    return strategy
+
+
+
+
+@st.composite
+def gated_cases(draw: st.DrawFn, _target: Target) -> Case:
+    return {
+        "messages": draw(conversations(min_turns=2)),
+        "env": draw(envs()),
+        "tool_preamble": draw(PREAMBLE),
+        "native_mode": False,
+    }
+
+
+@st.composite
+def rebuild_cases(draw: st.DrawFn, _target: Target) -> Case:
+    first = draw(conversations(min_turns=1, max_turns=4))
+    # Every case carries at least one history image, so a rebuild that loses images cannot pass;
+    # indices stay unique: the generated turns use 1.., the forced first turn 500.., turn 2 1000...
+    forced = _content(draw, itertools.count(500), images=True, refused=False, min_images=1)
+    first[0] = {**first[0], "content": forced}
+    return {
+        "first": first,
+        "second": draw(conversations(min_turns=1, max_turns=1, first_index=1000)),
+        "answer": draw(unicode_text(min_size=1, max_size=24)),
+        "native_mode": draw(st.booleans()),
+    }
+
+
+_GUARDED = sorted(REFUSED_BLOCKS) + sorted(FORWARDED_BLOCKS)
+
+
+@st.composite
+def guard_cases(draw: st.DrawFn, _target: Target) -> Case:
+    return {
+        "blocks": list(draw(st.permutations(_GUARDED))[: draw(st.integers(1, 8))]),
+        "text": draw(TEXT),
+        "history_role": draw(st.sampled_from(ROLES)),
+        "native_mode": draw(st.booleans()),
+    }
+
+
+@st.composite
+def determinism_cases(draw: st.DrawFn, _target: Target) -> Case:
+    messages = draw(conversations(refused=True))
+    if draw(st.booleans()):  # a block the gate re-encodes or forwards, anywhere in the history
+        turn = draw(st.integers(0, len(messages) - 1))
+        content = messages[turn]["content"]
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        name = draw(st.sampled_from(sorted(FORWARDED_BLOCKS)))
+        messages[turn] = {**messages[turn], "content": [*blocks, guard_block(name)]}
+    tool_preamble, native = draw(any_wire())
+    return {"messages": messages, "env": draw(envs()), "tool_preamble": tool_preamble, "native_mode": native}
+
+

@@ -1,0 +1,109 @@
+"""Texts and JSON the properties and tests generate: unicode that breaks naive clients, JSON values
+and tool-call arguments up to tens of kilobytes.
+
+Texts mix arbitrary UTF-8-encodable characters with the ones that break naive clients: newlines,
+astral-plane characters (surrogate pairs in UTF-16 clients), combining marks, ZWJ sequences,
+right-to-left script and NUL. Shrinking goes towards short ASCII-ish text.
+"""
+
+from __future__ import annotations
+
+import json
+import string
+from functools import cache
+from typing import Any
+
+from hypothesis import strategies as st
+
+# Characters (and grapheme clusters) worth having in every generated text.
+SPECIAL_TEXTS: tuple[str, ...] = (
+    "\n",
+    "\r\n",
+    "\t",
+    "\x00",
+    "\U0001f600",  # emoji, astral plane
+    "\U0001d518",  # mathematical fraktur U, astral plane
+    "\U00010348",  # gothic letter hwair, astral plane
+    "\U0001f9d1\u200d\U0001f4bb",  # ZWJ sequence
+    "e\u0301",  # combining acute accent
+    "\u4e2d\u6587",  # CJK
+    "\u05e2\u05d1\u05e8\u05d9\u05ea",  # right-to-left script
+    "\u2028",  # line separator
+    "\ufeff",  # byte order mark
+    '"\\',  # JSON-significant characters
+)
+
+# Single characters the alphabet over-weights; sequences such as "\r\n", ZWJ emoji and combining
+# accents arise from them and from :data:`SPECIAL_TEXTS`.
+SPECIAL_CHARS: tuple[str, ...] = tuple(
+    sorted({c for text in SPECIAL_TEXTS for c in text} | {"\U0001f680", "\u00e9", "\u0645"})
+)
+
+_ALPHABET = st.one_of(
+    st.characters(codec="utf-8"),  # anything UTF-8 can carry: no lone surrogates
+    st.sampled_from(SPECIAL_CHARS),
+    st.characters(min_codepoint=0x10000, max_codepoint=0x10FFFF, codec="utf-8"),
+)
+
+
+@cache
+def unicode_text(*, min_size: int = 0, max_size: int = 40) -> st.SearchStrategy[str]:
+    """Text of ``min_size`` to about ``max_size`` characters, over-weighting
+    :data:`SPECIAL_CHARS`, sometimes with one of :data:`SPECIAL_TEXTS` spliced in."""
+    plain = st.text(_ALPHABET, min_size=min_size, max_size=max_size)
+    half = st.text(_ALPHABET, max_size=max(1, max_size // 2))
+    spliced = st.tuples(half, st.sampled_from(SPECIAL_TEXTS), half).map("".join)
+    return st.one_of(plain, spliced) if min_size <= 1 else plain
+
+
+@cache
+def identifiers(prefix: str = "") -> st.SearchStrategy[str]:
+    """``prefix`` then a lowercase ASCII identifier: tool names, ids, path segments."""
+    first = st.sampled_from(string.ascii_lowercase)
+    rest = st.text(string.ascii_lowercase + string.digits + "_", max_size=15)
+    return st.tuples(first, rest).map(lambda parts: prefix + "".join(parts))
+
+
+@cache
+def json_values() -> st.SearchStrategy[Any]:
+    """JSON scalars, and lists and objects of them (nested up to two levels)."""
+    scalars: st.SearchStrategy[Any] = st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(min_value=-(2**53), max_value=2**53),
+        st.floats(allow_nan=False, allow_infinity=False),
+        unicode_text(max_size=16),
+    )
+    keys = unicode_text(max_size=8)
+    return st.one_of(
+        scalars,
+        st.lists(scalars, max_size=4),
+        st.dictionaries(keys, st.one_of(scalars, st.lists(scalars, max_size=3)), max_size=4),
+    )
+
+
+@st.composite
+def large_json_arguments(draw: st.DrawFn) -> str:
+    """A JSON object of a few to tens of kilobytes: a file write with a long, repeated body."""
+    seed = draw(unicode_text(min_size=1, max_size=12))
+    repeat = draw(st.integers(min_value=50, max_value=2000))
+    return json.dumps(
+        {
+            "path": "/work/" + draw(identifiers()) + ".txt",
+            "content": seed * repeat,
+            "lines": draw(st.lists(unicode_text(max_size=16), max_size=20)),
+        },
+        ensure_ascii=False,
+    )
+
+
+@cache
+def json_arguments() -> st.SearchStrategy[str]:
+    small = st.dictionaries(identifiers(), json_values(), max_size=5).map(lambda d: json.dumps(d, ensure_ascii=False))
+    return st.one_of(small, large_json_arguments())
+
+
+@cache
+def prompts() -> st.SearchStrategy[str]:
+    """A user message as the gateway would send it: multi-line unicode, sometimes empty."""
+    return unicode_text(max_size=80)
