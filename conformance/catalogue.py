@@ -1,4 +1,8 @@
-"""The invariant catalogue: every invariant's ID and statement, stated once.
+"""The invariant catalogue: every invariant's ID, statement and source seed, stated once.
+
+This is the one source of truth for all invariants of the product (``design.md`` section 4),
+implemented or not: a property registers against an ID here, and ``cascade-conformance list``
+shows the ones without a property as ``not yet implemented``.
 
 Tests and properties refer to invariants by ID (``@pytest.mark.invariant("WIRE-1")``); the
 mutation specs name the same IDs. Unknown IDs are an error, so a typo cannot silently detach a
@@ -11,11 +15,36 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
+class Family:
+    id: str
+    title: str
+    source: str
+
+
+@dataclass(frozen=True)
 class Invariant:
     id: str
     family: str
     statement: str
     source: str
+
+
+class SelectionError(ValueError):
+    """A name given to ``--only`` (or ``--cascade-only``) that selects nothing runnable."""
+
+
+FAMILIES: dict[str, Family] = {
+    family.id: family
+    for family in (
+        Family("WIRE", "the fake LS matches the real protocol", "wire.md"),
+        Family("IMG", "images of replayed turns", "000"),
+        Family("OFF", "offset continuity and tool-history delta", "001 D3, D5"),
+        Family("SO", "structured output", "001 D2"),
+        Family("ACC", "cache-replay accounting", "001 D4"),
+        Family("STORE", "response store trimming", "003"),
+        Family("ATT", "durable tool-result attachments", "002"),
+    )
+}
 
 
 _ENTRIES = (
@@ -131,9 +160,168 @@ _ENTRIES = (
         "round, a rejected resume the delta first and the full history on the fresh restart.",
         "001 D3, D5",
     ),
+    Invariant(
+        "SO-1",
+        "SO",
+        "A non-conforming answer to a json_schema request ends as exactly one typed "
+        "`STRUCTURED_OUTPUT_NOT_CONFORMING` error (no `[DONE]` on streams).",
+        "001 D2",
+    ),
+    Invariant(
+        "SO-2",
+        "SO",
+        "A violating turn is neither cached nor committed to session continuity.",
+        "001 D2",
+    ),
+    Invariant(
+        "SO-3",
+        "SO",
+        "A conforming stream reaches the client with the same frames in the same order.",
+        "001 D2",
+    ),
+    Invariant(
+        "SO-4",
+        "SO",
+        "Turns that deliver tool calls are not judged against the schema.",
+        "001 D2",
+    ),
+    Invariant(
+        "ACC-1",
+        "ACC",
+        "A cache hit, streamed or not, adds no tokens, no credits and no account spend, and is still counted as "
+        "served (flagged cache-served).",
+        "001 D4",
+    ),
+    Invariant(
+        "ACC-2",
+        "ACC",
+        "The cached usage still reaches the client in the replayed response.",
+        "001 D4",
+    ),
+    Invariant(
+        "ACC-3",
+        "ACC",
+        "Over any mix of hits and misses, the ledgers equal the sum over turns that ran upstream.",
+        "001 D4",
+    ),
+    Invariant(
+        "STORE-1",
+        "STORE",
+        "A JSON-document `arguments` value is stored byte-identical or replaced whole by the `__truncated__` "
+        "document; stored arguments always parse. Same for Responses `function_call` items.",
+        "003",
+    ),
+    Invariant(
+        "STORE-2",
+        "STORE",
+        "A compacted call keeps its id and function name, so its tool result still pairs.",
+        "003",
+    ),
+    Invariant(
+        "STORE-3",
+        "STORE",
+        "Non-JSON arguments are prefix-cut with the marker; no truncation grows a value; a candidate that cannot "
+        "shrink rejects the write instead of looping.",
+        "003",
+    ),
+    Invariant(
+        "STORE-4",
+        "STORE",
+        "Turns dropped by the count cap leave a notice naming how many, at the seam, with a warning; a conversation "
+        "at the cap gets none.",
+        "003",
+    ),
+    Invariant(
+        "STORE-5",
+        "STORE",
+        "The newest turn is never rewritten to make room for a notice.",
+        "003",
+    ),
+    Invariant(
+        "STORE-6",
+        "STORE",
+        "Parts-array content gets a text block, not a flattened string; the caller's objects are never mutated.",
+        "003",
+    ),
+    Invariant(
+        "STORE-7",
+        "STORE",
+        "When the byte ceiling also binds, the stored conversation still carries a notice, and the notice is stripped "
+        "before anything is served back as model output.",
+        "003",
+    ),
+    Invariant(
+        "STORE-8",
+        "STORE",
+        "Only the owner can read or delete an entry; others get not-found and nothing is dropped.",
+        "003",
+    ),
+    Invariant(
+        "ATT-1",
+        "ATT",
+        "Tool-result images are committed to history before any request is built and persisted in the session log; a "
+        "restored session lowers byte-identically.",
+        "002",
+    ),
+    Invariant(
+        "ATT-2",
+        "ATT",
+        "Building a request never mutates history.",
+        "002",
+    ),
+    Invariant(
+        "ATT-3",
+        "ATT",
+        "Responses lowering: `function_call_output` carries `input_text` then `input_image` items; no separate image "
+        "message.",
+        "002",
+    ),
+    Invariant(
+        "ATT-4",
+        "ATT",
+        "Chat lowering: tool messages carry text only; one user image message follows each run of tool results, in "
+        "order; tool-call pairing stays intact.",
+        "002",
+    ),
+    Invariant(
+        "ATT-5",
+        "ATT",
+        "Pruning works on a request clone: pruned results lose content and images, keep their summary; history is "
+        "unchanged; a pruned result stays pruned until compaction.",
+        "002",
+    ),
+    Invariant(
+        "ATT-6",
+        "ATT",
+        "Without a new prune or compaction boundary, each request's lowered input is a prefix of the next.",
+        "002",
+    ),
+    Invariant(
+        "ATT-7",
+        "ATT",
+        "Exploration and compaction views show attachment counts, never base64.",
+        "002",
+    ),
 )
 
 CATALOGUE: dict[str, Invariant] = {entry.id: entry for entry in _ENTRIES}
+
+
+def resolve(name: str) -> list[str]:
+    """The catalogue IDs one name selects, in catalogue order: an ID (``img-3``) or a family
+    (``wire``), in any case. Raises SelectionError for a name that is neither."""
+    wanted = name.strip().upper()
+    if wanted in CATALOGUE:
+        return [wanted]
+    if wanted in FAMILIES:
+        return [inv_id for inv_id, inv in CATALOGUE.items() if inv.family == wanted]
+    hint = ""
+    family = wanted.rpartition("-")[0]
+    if family in FAMILIES:
+        ids = [inv_id for inv_id, inv in CATALOGUE.items() if inv.family == family]
+        hint = f"{family} has {ids[0]}..{ids[-1]}; "
+    families = ", ".join(FAMILIES)
+    raise SelectionError(f"{name.strip()!r} is neither an invariant ID nor a family ({hint}families: {families})")
 
 
 def invariant(invariant_id: str) -> Invariant:

@@ -8,20 +8,24 @@ import logging
 import os
 import shutil
 import sys
+import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 os.environ.setdefault("GRPC_VERBOSITY", "NONE")
 
 from conformance.cases import CaseFileError, read_case
-from conformance.catalogue import CATALOGUE
+from conformance.catalogue import CATALOGUE, FAMILIES
 from conformance.known_failures import KnownFailure, KnownFailuresError, load_known_failures
-from conformance.operations import OPERATIONS, PROTOCOL_VERSION
+from conformance.operations import OPERATIONS, PROTOCOL_VERSION, capability_schema
 from conformance.properties import Property, properties
-from conformance.report import save_failure_cases, summary_line, write_junit, write_markdown
+from conformance.report import replay_command, save_failure_cases, summary_line, write_junit, write_markdown
 from conformance.runner import PROFILES, Result, RunOptions, Status, replay_case, run_property, select
 from conformance.targets import Target, TargetError, TargetSpecError, load_target
 
 EXIT_OK, EXIT_UNEXPECTED, EXIT_USAGE = 0, 1, 2
+DEFAULT_REPORT = Path("reports/conformance")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -29,9 +33,14 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run the invariant catalogue against a target")
     _target_option(run)
-    run.add_argument("--only", help="comma-separated invariant IDs or families, e.g. WIRE or WIRE-1,WIRE-3")
+    run.add_argument(
+        "--only",
+        help="comma-separated invariant IDs or families, in any case, e.g. WIRE or wire-1,WIRE-3 "
+        "(default: every implemented invariant)",
+    )
     run.add_argument("--known-failures", type=Path, help="JSON/YAML file of invariants expected to fail")
     run.add_argument("--report", type=Path, default=Path("reports/conformance"), help="report folder")
+    _cache_option(run, "REPORT/hypothesis")
     run.add_argument("--profile", choices=PROFILES, default="ci", help="ci: derandomized, bounded; thorough: more")
     run.add_argument("--seed", type=int, help="Hypothesis seed (reproduces a thorough run)")
     run.add_argument(
@@ -44,11 +53,14 @@ def _parser() -> argparse.ArgumentParser:
     replay = sub.add_parser("replay", help="run one saved case file against a target")
     replay.add_argument("case", type=Path)
     _target_option(replay)
+    _cache_option(replay, str(DEFAULT_REPORT / "hypothesis"))
     save = sub.add_parser("save-case", help="copy a failing case from a report into a case file of your own")
     save.add_argument("invariant", help="the invariant ID whose case to save")
     save.add_argument("--report", type=Path, default=Path("reports/conformance"))
     save.add_argument("--out", type=Path, required=True)
-    sub.add_parser("list", help="the catalogue: IDs, statements, the operations each property needs")
+    sub.add_parser(
+        "list", help="the whole catalogue: IDs, statements, the operations each property needs or 'not yet implemented'"
+    )
     ops = sub.add_parser("operations", help="the adapter protocol's operations")
     ops.add_argument("--json", action="store_true", help="the operations with their JSON Schemas")
     return parser
@@ -57,6 +69,14 @@ def _parser() -> argparse.ArgumentParser:
 def _target_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", help="python:PKG.MODULE:FACTORY or exec:COMMAND (default: the reference)")
     parser.add_argument("--call-timeout", type=float, help="seconds an adapter may take per call (default: calibrated)")
+
+
+def _cache_option(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        help=f"where Hypothesis keeps its own storage, never .hypothesis/ in the current folder (default: {default})",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,8 +89,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "save-case":
             return _save_case(args)
         if args.command == "replay":
-            return _replay(args)
-        return _run(args)
+            with hypothesis_storage(args.cache_dir or DEFAULT_REPORT / "hypothesis"):
+                return _replay(args)
+        with hypothesis_storage(args.cache_dir or args.report / "hypothesis"):
+            code = _run(args)
+        if not args.only:
+            print(_not_yet_implemented_line())
+        return code
     except (TargetSpecError, KnownFailuresError, CaseFileError, KeyError, ValueError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"cascade-conformance: {message}", file=sys.stderr)
@@ -78,6 +103,33 @@ def main(argv: list[str] | None = None) -> int:
     except TargetError as exc:
         print(f"cascade-conformance: the target failed to start: {exc}", file=sys.stderr)
         return EXIT_USAGE
+
+
+@contextmanager
+def hypothesis_storage(directory: Path) -> Iterator[None]:
+    """Hypothesis keeps its storage (constants cache, unicode tables, a default example database)
+    in ``directory`` while the block runs, instead of ``.hypothesis/`` in the current folder (a
+    gateway's repository). The previous setting is restored: main() may run in a host process."""
+    from hypothesis import configuration
+
+    previous: Path | None = vars(configuration).get("__hypothesis_home_directory")
+    configuration.set_hypothesis_home_dir(directory.resolve())
+    try:
+        yield
+    finally:
+        configuration.set_hypothesis_home_dir(previous)
+
+
+def _not_yet_implemented_line() -> str:
+    registered = properties()
+    missing = [inv for inv_id, inv in CATALOGUE.items() if inv_id not in registered]
+    if not missing:
+        return f"all {len(CATALOGUE)} catalogue invariants are implemented"
+    families = ", ".join(dict.fromkeys(inv.family for inv in missing))
+    return (
+        f"{len(missing)} of {len(CATALOGUE)} catalogue invariants are not yet implemented ({families}): "
+        "`cascade-conformance list` shows them"
+    )
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -96,14 +148,15 @@ def _run_with_logging_set(args: argparse.Namespace) -> int:
     chosen = select(args.only.split(",") if args.only else None)
     known = load_known_failures(args.known_failures) if args.known_failures else {}
     target = load_target(args.target, call_timeout_s=args.call_timeout)
-    options = RunOptions(profile=args.profile, seed=args.seed, database=args.report / "hypothesis-db")
+    cache = args.cache_dir or args.report / "hypothesis"
+    options = RunOptions(profile=args.profile, seed=args.seed, database=cache / "examples")
     results: list[Result] = []
     try:
         print(f"target: {target.description}", file=sys.stderr)
         for index, prop in enumerate(chosen, start=1):
             print(f"[{index}/{len(chosen)}] {prop.invariant.id} ...", end="", file=sys.stderr, flush=True)
             result = _run_one(prop, target, options, known.get(prop.invariant.id))
-            print(f" {result.status.value} ({result.seconds:.1f}s)", file=sys.stderr, flush=True)
+            print(f" {result.line} ({result.seconds:.1f}s)", file=sys.stderr, flush=True)
             results.append(result)
     finally:
         target.close()
@@ -123,11 +176,12 @@ def _run_with_logging_set(args: argparse.Namespace) -> int:
     )
     print(f"reports: {markdown} {junit}")
     for result in unexpected:
-        print(f"\n{result.invariant.id} {result.status.value}: {result.message}")
-        if result.invariant.id in cases:
-            from conformance.report import replay_command
-
-            print(f"  replay: {replay_command(cases[result.invariant.id], args.target)}")
+        messages = [f.message for f in result.failures] or [result.message]
+        for number, message in enumerate(messages, start=1):
+            counter = f" [{number}/{len(messages)}]" if len(messages) > 1 else ""
+            print(f"\n{result.invariant.id} {result.status.value}{counter}: {message}")
+        for path in cases.get(result.invariant.id, []):
+            print(f"  replay: {replay_command(path, args.target)}")
     return EXIT_UNEXPECTED if unexpected else EXIT_OK
 
 
@@ -137,9 +191,9 @@ def _run_one(prop: Property, target: Target, options: RunOptions, known: KnownFa
     result = (
         replay_case(prop, target, read_case(known.case).case) if known.case else run_property(prop, target, options)
     )
-    if result.status == Status.FAIL:
+    if result.status == Status.FAIL:  # an error (a crash, a hang) is never the listed failure
         result.status, result.message = Status.KNOWN_FAILURE, f"{known.reason}: {result.message}"
-    elif result.status == Status.PASS:
+    elif result.status.passed:
         result.status = Status.UNEXPECTED_PASS
         result.message = f"listed as a known failure ({known.reason}) but it passes: remove it from the list"
     return result
@@ -156,7 +210,7 @@ def _replay(args: argparse.Namespace) -> int:
     finally:
         target.close()
     print(summary_line(result))
-    if result.status == Status.FAIL:
+    if result.status in (Status.FAIL, Status.ERROR, Status.NOT_CHECKABLE, Status.PARTIAL):
         print(result.message)
         if result.evidence:
             print(json.dumps(result.evidence, indent=2, ensure_ascii=False, default=str)[:20000])
@@ -172,13 +226,35 @@ def _save_case(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _list() -> int:
+def _list(width: int = 100) -> int:
     registered = properties()
-    for inv_id, inv in CATALOGUE.items():
-        prop = registered.get(inv_id)
-        needs = ", ".join(sorted(prop.needs)) if prop else "no property yet"
-        print(f"{inv_id:<8} {inv.statement}\n         needs: {needs}")
+    indent = " " * 11
+    for family in FAMILIES.values():
+        print(f"{family.id}: {family.title} [{family.source}]")
+        for inv_id, inv in CATALOGUE.items():
+            if inv.family != family.id:
+                continue
+            prop = registered.get(inv_id)
+            needs = f"needs: {', '.join(sorted(prop.needs))}" if prop else "not yet implemented"
+            for text, first in ((inv.statement, f"  {inv_id:<8} "), (needs, indent)):
+                print(_wrap(text, width, first, indent))
+    print(
+        f"{len(CATALOGUE)} invariants: {len(registered)} implemented, "
+        f"{len(CATALOGUE) - len(registered)} not yet implemented"
+    )
     return EXIT_OK
+
+
+def _wrap(text: str, width: int, first: str, rest: str) -> str:
+    """Wrap at spaces only: a statement is never cut inside a word (nor at a hyphen)."""
+    return textwrap.fill(
+        text,
+        width,
+        initial_indent=first,
+        subsequent_indent=rest,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
 
 
 def _operations(as_json: bool) -> int:
@@ -186,7 +262,13 @@ def _operations(as_json: bool) -> int:
         document = {
             "protocol": PROTOCOL_VERSION,
             "operations": {
-                name: {"summary": op.summary, "params": op.params, "result": op.result}
+                name: {
+                    "summary": op.summary,
+                    "params": op.params,
+                    "result": op.result,
+                    "optional": list(op.optional),
+                    "capabilities": capability_schema(op),
+                }
                 for name, op in OPERATIONS.items()
             },
         }

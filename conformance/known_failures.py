@@ -18,6 +18,7 @@ from typing import Any
 import jsonschema
 
 from conformance.catalogue import CATALOGUE
+from conformance.properties import properties
 
 _SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -74,6 +75,11 @@ def load_known_failures(path: Path) -> dict[str, KnownFailure]:
     for item in document["known_failures"]:
         if item["id"] not in CATALOGUE:
             raise KnownFailuresError(f"{path}: {item['id']!r} is not an invariant ID")
+        if item["id"] not in properties():
+            raise KnownFailuresError(
+                f"{path}: {item['id']} has no property yet (not yet implemented in this kit), so it can neither "
+                "fail nor pass: remove it from the list"
+            )
         if item["id"] in entries:
             raise KnownFailuresError(f"{path}: {item['id']} is listed twice")
         case = (path.parent / item["case"]).resolve() if "case" in item else None

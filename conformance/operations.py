@@ -9,7 +9,7 @@ Bytes travel as base64 strings (``*_b64``) so every operation is plain JSON.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 PROTOCOL_VERSION = 1
@@ -17,10 +17,17 @@ PROTOCOL_VERSION = 1
 
 @dataclass(frozen=True)
 class Operation:
+    """``optional`` names result fields a target may not observe (a gateway without drop counters):
+    a target declares the ones it gives (capability ``observes``), omits the others, and a property
+    judges what was given and reports the rest as partial. ``capabilities`` types the other facts a
+    target may declare for this operation."""
+
     name: str
     summary: str
     params: dict[str, Any]
     result: dict[str, Any]
+    optional: tuple[str, ...] = ()
+    capabilities: dict[str, Any] = field(default_factory=dict)
 
     @property
     def method_name(self) -> str:
@@ -57,6 +64,14 @@ _OPERATIONS = (
                 _object({"fields": {"type": "object"}, "unknown": {"type": "array", "items": _UNKNOWN_FIELD}}),
                 _object({"rejected": {"type": "string"}}),
             ]
+        },
+        capabilities={
+            "methods": {
+                "type": "array",
+                "items": {"type": "string"},
+                "uniqueItems": True,
+                "description": "the language-server methods the decoder knows (default: every method the suite has)",
+            }
         },
     ),
     Operation(
@@ -119,6 +134,7 @@ _ENGINE_OPERATIONS = (
         result=_object(
             {"request_b64": {"type": "string"}, "attached": {"type": "integer", "minimum": 0}, "drops": _DROPS}
         ),
+        optional=("attached", "drops"),
     ),
     Operation(
         name="engine.parse_generator_metadata",
@@ -163,10 +179,48 @@ _ENGINE_OPERATIONS = (
                 }
             }
         ),
+        # What the engine says about each turn is evidence for the report; verdicts come from the wire.
+        optional=(
+            "text",
+            "cascade_id",
+            "resumed",
+            "step_offset_next",
+            "generator_offset_next",
+            "reuse_entry_invalidated",
+        ),
     ),
 )
 
 OPERATIONS: dict[str, Operation] = {op.name: op for op in (*_OPERATIONS, *_ENGINE_OPERATIONS)}
+
+
+def capability_schema(op: Operation) -> dict[str, Any]:
+    """What a target may declare for ``op``: ``observes`` (a subset of its optional result fields)
+    and the operation's own facts; nothing else."""
+    properties = dict(op.capabilities)
+    if op.optional:
+        properties["observes"] = {"type": "array", "items": {"enum": list(op.optional)}, "uniqueItems": True}
+    return {"type": "object", "additionalProperties": False, "properties": properties}
+
+
+def result_schema(op: Operation, observes: frozenset[str]) -> dict[str, Any]:
+    """``op``'s result schema for a target observing ``observes``: each optional field it observes
+    is required, each other optional field is not allowed (an undeclared field is an error)."""
+    restricted: dict[str, Any] = _restrict(op.result, frozenset(op.optional), observes)
+    return restricted
+
+
+def _restrict(schema: Any, optional: frozenset[str], observes: frozenset[str]) -> Any:
+    if isinstance(schema, list):
+        return [_restrict(item, optional, observes) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: _restrict(value, optional, observes) for key, value in schema.items()}
+    properties = out.get("properties")
+    if isinstance(properties, dict) and optional & set(properties):
+        out["properties"] = {k: v for k, v in properties.items() if k not in optional or k in observes}
+        out["required"] = [k for k in out.get("required", []) if k in out["properties"]]
+    return out
 
 
 def operation(name: str) -> Operation:

@@ -1,25 +1,49 @@
 """pytest plugin (entry point ``pytest11``): ``pytest --cascade-target T`` adds one test per
-invariant of the catalogue to the user's own run.
+implemented invariant of the catalogue to the user's own run.
 
     pytest --cascade-target python:mygateway.conformance:make_target --cascade-only WIRE
     pytest --cascade-target "exec:node adapter.mjs" --cascade-known-failures known.yaml
 
-Without ``--cascade-target`` the plugin adds nothing. An invariant the target cannot check is
-reported as skipped (with the missing operations), a listed known failure as xfail.
+Without ``--cascade-target`` the plugin adds nothing. The options are validated once, in
+``pytest_configure``: a target that cannot be loaded, an unknown or not yet implemented
+``--cascade-only`` name, or an unreadable known-failures file is a ``pytest.UsageError`` (one
+line, exit code 4), never a failure per item.
+
+The suite is a real collector, a child of the session: its items have the node IDs
+``cascade-conformance::WIRE-1`` (select with ``-k WIRE-1``, ``--deselect
+cascade-conformance::WIRE-1`` or ``--cascade-only``). Verdicts:
+
+- pass -> passed; partial (passed on everything the target exposes) -> passed, the message in the
+  item's ``user_properties`` and in a ``cascade-conformance`` report section (``-rP`` shows it);
+- fail -> failed, with the statement, the message and the minimal counterexample of each distinct
+  failure;
+- error (the target crashed, hung or broke the protocol) -> failed, saying the target errored;
+- not checkable -> skipped with the reason;
+- a listed known failure that fails -> xfail; one that passes -> failed: remove it from the list.
+
+Hypothesis keeps its storage (example database, constants cache) in ``--cascade-cache-dir``
+(default ``<rootdir>/.cascade-cache``) while the suite's items run, never in ``.hypothesis/``
+of the working directory; the user's own Hypothesis tests are left as they are.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conformance.known_failures import KnownFailure, load_known_failures
-from conformance.properties import Property
-from conformance.runner import PROFILES, Result, RunOptions, Status, select
-from conformance.targets import Target, load_target
+from conformance.known_failures import KnownFailure, KnownFailuresError, load_known_failures
+from conformance.properties import Case, Property
+from conformance.runner import PROFILES, Result, RunOptions, select
+from conformance.targets import Target, TargetError, TargetSpecError, load_target
+
+SUITE = "cascade-conformance"
+SECTION = "cascade-conformance"
+_MAX_SHOWN = 8000  # characters of one counterexample or evidence shown in a failure
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -29,88 +53,197 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run the Cascade conformance suite against this target "
         "(python:PKG.MODULE:FACTORY, exec:COMMAND, or 'reference')",
     )
-    group.addoption("--cascade-only", help="comma-separated invariant IDs or families")
+    group.addoption(
+        "--cascade-only", help="comma-separated invariant IDs or families, in any case (default: every implemented)"
+    )
     group.addoption("--cascade-profile", choices=PROFILES, default="ci", help="Hypothesis profile for the suite")
     group.addoption("--cascade-known-failures", help="JSON/YAML list of invariants expected to fail")
+    group.addoption(
+        "--cascade-cache-dir",
+        help="where Hypothesis keeps its storage while the suite runs (default: <rootdir>/.cascade-cache)",
+    )
+
+
+@dataclass(frozen=True)
+class _Suite:
+    """The validated options: what the collector yields and what each item runs against."""
+
+    target: Target
+    props: list[Property]
+    known: dict[str, KnownFailure]
+    pinned: dict[str, Case]
+    options: RunOptions
+    cache_dir: Path
+
+
+_SUITE_KEY = pytest.StashKey[_Suite]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "invariant(id): the catalogue invariant (e.g. WIRE-1) a test pins")
+    spec = config.getoption("--cascade-target")
+    if not spec:
+        given = [opt for opt in ("--cascade-only", "--cascade-known-failures") if config.getoption(opt)]
+        if given:
+            verb = "needs" if len(given) == 1 else "need"
+            raise pytest.UsageError(
+                f"{' and '.join(given)} {verb} --cascade-target: the suite runs only against a target"
+            )
+        return
+    only = config.getoption("--cascade-only")
+    try:
+        props = select(only.split(",") if only else None)
+    except (KeyError, ValueError) as exc:
+        raise pytest.UsageError(f"--cascade-only: {_one_line(exc)}") from None
+    known, pinned = _known_failures(config)
+    cache_dir = _cache_dir(config)
+    try:
+        target = load_target(None if spec.strip().lower() == "reference" else spec)
+    except TargetSpecError as exc:
+        message = _one_line(exc).replace("leave --target out", "use --cascade-target reference")
+        raise pytest.UsageError(f"--cascade-target: {message}") from None
+    except TargetError as exc:
+        raise pytest.UsageError(f"--cascade-target: the target failed to start: {exc}") from None
+    config.add_cleanup(target.close)
+    options = RunOptions(profile=config.getoption("--cascade-profile"), database=cache_dir / "examples")
+    config.stash[_SUITE_KEY] = _Suite(target, props, known, pinned, options, cache_dir)
+
+
+def _known_failures(config: pytest.Config) -> tuple[dict[str, KnownFailure], dict[str, Case]]:
+    from conformance.cases import CaseFileError, read_case
+
+    path = config.getoption("--cascade-known-failures")
+    if not path:
+        return {}, {}
+    try:
+        known = load_known_failures(Path(config.invocation_params.dir, path))
+        pinned = {inv_id: read_case(k.case).case for inv_id, k in known.items() if k.case is not None}
+    except (KnownFailuresError, CaseFileError) as exc:
+        raise pytest.UsageError(f"--cascade-known-failures: {_one_line(exc)}") from None
+    return known, pinned
+
+
+def _cache_dir(config: pytest.Config) -> Path:
+    given = config.getoption("--cascade-cache-dir")
+    if given:
+        return Path(config.invocation_params.dir, given).resolve()
+    return config.rootpath / ".cascade-cache"
+
+
+def _one_line(exc: BaseException) -> str:
+    text = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+    return " ".join(str(text).split())
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """The suite joins the session's own collection as one more top-level collector."""
+    report = yield
+    if isinstance(collector, pytest.Session) and report.passed and _SUITE_KEY in collector.config.stash:
+        report.result.append(CascadeSuite.from_parent(collector, name=SUITE, nodeid=SUITE))
+    return report
+
+
+class CascadeSuite(pytest.Collector):
+    """The catalogue's selected invariants, one item each."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        suite = self.config.stash[_SUITE_KEY]
+        for prop in suite.props:
+            yield InvariantItem.from_parent(self, name=prop.invariant.id, prop=prop)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, SUITE
 
 
 class CascadeFailure(AssertionError):
-    pass
-
-
-class _Suite(pytest.Collector):
-    def collect(self) -> list[pytest.Item]:
-        return []
+    """A verdict that fails the item; its text is the whole report (no traceback)."""
 
 
 class InvariantItem(pytest.Item):
-    def __init__(self, *, prop: Property, known: KnownFailure | None, **kwargs: Any) -> None:
+    def __init__(self, *, prop: Property, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.prop = prop
-        self.known = known
         self.add_marker(pytest.mark.invariant(prop.invariant.id))
 
     def runtest(self) -> None:
-        from conformance.cases import read_case
+        from conformance.cli import hypothesis_storage
         from conformance.runner import replay_case, run_property
 
-        target = _session_target(self.config)
-        options = RunOptions(profile=self.config.getoption("--cascade-profile"))
-        if self.known is not None and self.known.case is not None:
-            result = replay_case(self.prop, target, read_case(self.known.case).case)
-        else:
-            result = run_property(self.prop, target, options)
-        _judge(result, self.known)
+        suite = self.config.stash[_SUITE_KEY]
+        inv_id = self.prop.invariant.id
+        with hypothesis_storage(suite.cache_dir):
+            if inv_id in suite.pinned:
+                result = replay_case(self.prop, suite.target, suite.pinned[inv_id])
+            else:
+                result = run_property(self.prop, suite.target, suite.options)
+        self._judge(result, suite.known.get(inv_id))
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+    def _judge(self, result: Result, known: KnownFailure | None) -> None:
+        status = str(getattr(result.status, "value", result.status))
+        message = result.message or ""
+        inv = result.invariant
+        self.user_properties += [("cascade_invariant", inv.id), ("cascade_verdict", status)]
+        if message:
+            self.user_properties.append(("cascade_message", message))
+        if status == "not checkable":
+            pytest.skip(message or "not checkable on this target")
+        if status in ("pass", "partial"):
+            if status == "partial":
+                self.add_report_section("call", SECTION, f"{inv.id} pass ({message})")
+            if known is not None:
+                raise CascadeFailure(
+                    f"{inv.id} is listed as a known failure ({known.reason}) but passes: remove it from the list"
+                )
+            return
+        if status == "fail" and known is not None:
+            pytest.xfail(f"known failure ({known.reason}): {message.splitlines()[0] if message else ''}")
+        if status == "fail":
+            raise CascadeFailure(f"{inv.id}: {inv.statement}\n\n{_failures_text(result)}")
+        if status == "error":
+            listed = (
+                f"\n\n(listed as a known failure ({known.reason}), but an error is not a verdict on the invariant)"
+                if known is not None
+                else ""
+            )
+            raise CascadeFailure(
+                f"{inv.id}: the target errored (it crashed, hung or broke the protocol), so the invariant could "
+                f"not be judged\n\n{_failures_text(result)}{listed}"
+            )
+        raise CascadeFailure(f"{inv.id}: unexpected verdict {status!r}: {message}")
+
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
+    ) -> str | Any:  # Any: pytest's TerminalRepr
         if isinstance(excinfo.value, CascadeFailure):
             return str(excinfo.value)
-        return str(super().repr_failure(excinfo))
+        return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
-        return Path("cascade-conformance"), None, f"{self.prop.invariant.id}: {self.prop.invariant.statement}"
+        return self.path, None, f"{SUITE}::{self.prop.invariant.id}"
 
 
-def _judge(result: Result, known: KnownFailure | None) -> None:
-    if result.status == Status.NOT_CHECKABLE:
-        pytest.skip(result.message)
-    if result.status == Status.FAIL:
-        if known is not None:
-            pytest.xfail(f"known failure ({known.reason}): {result.message.splitlines()[0] if result.message else ''}")
-        case = json.dumps(result.case, indent=2, ensure_ascii=False)[:8000] if result.case is not None else "(none)"
-        inv = result.invariant
-        raise CascadeFailure(f"{inv.id}: {inv.statement}\n\n{result.message}\n\nminimal counterexample:\n{case}")
-    if result.status == Status.PASS and known is not None:
-        raise CascadeFailure(
-            f"{result.invariant.id} is listed as a known failure ({known.reason}) but passes: remove it from the list"
-        )
+def _failures_text(result: Result) -> str:
+    """Every distinct failure: its message, its minimal counterexample, what the check saw."""
+    failures = list(getattr(result, "failures", None) or [])
+    if not failures:
+        return _one_failure(result.message, result.case, result.evidence)
+    parts = [f"{len(failures)} distinct failures:"] if len(failures) > 1 else []
+    for index, failure in enumerate(failures, start=1):
+        text = _one_failure(failure.message, failure.case, failure.evidence)
+        parts.append(f"--- failure {index} of {len(failures)} ---\n{text}" if len(failures) > 1 else text)
+    return "\n\n".join(parts)
 
 
-_TARGET_KEY = pytest.StashKey[Target]()
+def _one_failure(message: str, case: Case | None, evidence: dict[str, Any] | None) -> str:
+    text = f"{message}\n\nminimal counterexample:\n{_shown(case) if case is not None else '(none recorded)'}"
+    if evidence:
+        text += f"\n\nwhat the check saw:\n{_shown(evidence)}"
+    return text
 
 
-def _session_target(config: pytest.Config) -> Target:
-    if _TARGET_KEY not in config.stash:
-        spec = config.getoption("--cascade-target")
-        target = load_target(None if spec == "reference" else spec)
-        config.stash[_TARGET_KEY] = target
-        config.add_cleanup(target.close)
-    return config.stash[_TARGET_KEY]
-
-
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not config.getoption("--cascade-target"):
-        return
-    only = config.getoption("--cascade-only")
-    chosen = select(only.split(",") if only else None)
-    known_path = config.getoption("--cascade-known-failures")
-    known = load_known_failures(Path(known_path)) if known_path else {}
-    suite = _Suite.from_parent(session, name="cascade-conformance")
-    for prop in chosen:
-        items.append(
-            InvariantItem.from_parent(suite, name=prop.invariant.id, prop=prop, known=known.get(prop.invariant.id))
-        )
+def _shown(value: Any) -> str:
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    return text if len(text) <= _MAX_SHOWN else text[:_MAX_SHOWN] + f"\n... ({len(text) - _MAX_SHOWN} more characters)"

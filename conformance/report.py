@@ -11,13 +11,21 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from conformance.cases import CaseFile, write_case
-from conformance.runner import Result, Status
+from conformance.runner import Failure, Result, Status
 
 
 def summary_line(result: Result) -> str:
     inv = result.invariant
     figures = f"{result.examples:>4} ex {result.seconds:6.2f}s" if result.examples else " " * 14
-    return f"{inv.id:<8} {result.status.value:<20} {figures}  {inv.statement[:70]}"
+    return f"{inv.id:<8} {result.line:<20} {figures}  {_clip(inv.statement, 70)}"
+
+
+def _clip(text: str, width: int) -> str:
+    """``text`` cut at a word boundary to at most ``width`` characters (with an ellipsis when cut)."""
+    if len(text) <= width:
+        return text
+    cut = text[: width - 1].rsplit(" ", 1)[0].rstrip(",;:")
+    return cut + "…"
 
 
 def replay_command(case_path: Path, target: str | None) -> str:
@@ -27,26 +35,42 @@ def replay_command(case_path: Path, target: str | None) -> str:
     return shlex.join(parts)
 
 
-def save_failure_cases(results: list[Result], report_dir: Path, target_description: str) -> dict[str, Path]:
-    saved = {}
+def _failures(result: Result) -> list[Failure]:
+    if result.failures:
+        return result.failures
+    if result.status in (Status.FAIL, Status.ERROR, Status.KNOWN_FAILURE):
+        return [Failure(result.status, result.message, result.case, result.evidence)]
+    return []
+
+
+def save_failure_cases(results: list[Result], report_dir: Path, target_description: str) -> dict[str, list[Path]]:
+    """Every distinct failure with a case as a case file: ``cases/img-3.json``, ``cases/img-3-2.json``, ..."""
+    saved: dict[str, list[Path]] = {}
     for result in results:
-        if result.case is not None and result.status in (Status.FAIL, Status.KNOWN_FAILURE):
-            path = report_dir / "cases" / f"{result.invariant.id.lower()}.json"
-            saved[result.invariant.id] = write_case(
-                path, CaseFile(result.invariant.id, result.case, target_description, result.message)
+        if result.status not in (Status.FAIL, Status.ERROR, Status.KNOWN_FAILURE):
+            continue
+        for number, failure in enumerate(_failures(result), start=1):
+            if failure.case is None:
+                continue
+            stem = result.invariant.id.lower() + (f"-{number}" if number > 1 else "")
+            path = write_case(
+                report_dir / "cases" / f"{stem}.json",
+                CaseFile(result.invariant.id, failure.case, target_description, failure.message),
             )
+            saved.setdefault(result.invariant.id, []).append(path)
     return saved
 
 
 def write_junit(results: list[Result], path: Path, target_description: str) -> Path:
-    failures = sum(1 for r in results if not r.status.ok)
+    failures = sum(1 for r in results if r.status in (Status.FAIL, Status.UNEXPECTED_PASS))
+    errors = sum(1 for r in results if r.status == Status.ERROR)
     skipped = sum(1 for r in results if r.status in (Status.NOT_CHECKABLE, Status.KNOWN_FAILURE))
     suite = ET.Element(
         "testsuite",
         name="cascade-conformance",
         tests=str(len(results)),
         failures=str(failures),
-        errors="0",
+        errors=str(errors),
         skipped=str(skipped),
         time=f"{sum(r.seconds for r in results):.3f}",
     )
@@ -59,18 +83,37 @@ def write_junit(results: list[Result], path: Path, target_description: str) -> P
             name=result.invariant.id,
             time=f"{result.seconds:.3f}",
         )
-        if result.status == Status.FAIL or result.status == Status.UNEXPECTED_PASS:
-            failure = ET.SubElement(case, "failure", message=result.message.splitlines()[0] if result.message else "")
-            failure.text = result.message + ("\n\ncase:\n" + json.dumps(result.case, indent=2) if result.case else "")
+        ET.SubElement(ET.SubElement(case, "properties"), "property", name="verdict", value=result.line)
+        if result.status in (Status.FAIL, Status.ERROR, Status.UNEXPECTED_PASS):
+            tag = "error" if result.status == Status.ERROR else "failure"
+            element = ET.SubElement(case, tag, message=result.line + ": " + _first_line(result.message))
+            element.text = "\n\n".join(_failure_text(f) for f in _failures(result)) or result.message
         elif result.status in (Status.NOT_CHECKABLE, Status.KNOWN_FAILURE):
             ET.SubElement(case, "skipped", message=f"{result.status.value}: {result.message}")
+        elif result.status == Status.PARTIAL:
+            ET.SubElement(case, "system-out").text = result.message
     path.parent.mkdir(parents=True, exist_ok=True)
     ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
     return path
 
 
+def _first_line(text: str) -> str:
+    return text.splitlines()[0] if text else ""
+
+
+def _failure_text(failure: Failure) -> str:
+    text = f"[{failure.kind.value}] {failure.message}"
+    if failure.case is not None:
+        text += "\n\ncase:\n" + _json(failure.case)
+    return text
+
+
 def write_markdown(
-    results: list[Result], path: Path, target_description: str, target_spec: str | None, cases: dict[str, Path]
+    results: list[Result],
+    path: Path,
+    target_description: str,
+    target_spec: str | None,
+    cases: dict[str, list[Path]],
 ) -> Path:
     lines = [
         "# Conformance report",
@@ -80,21 +123,37 @@ def write_markdown(
         "| invariant | result | examples | seconds |",
         "|---|---|---|---|",
     ]
-    lines += [f"| {r.invariant.id} | {r.status.value} | {r.examples} | {r.seconds:.2f} |" for r in results]
+    lines += [f"| {r.invariant.id} | {r.line} | {r.examples} | {r.seconds:.2f} |" for r in results]
     for result in results:
-        if result.status.ok and result.status != Status.KNOWN_FAILURE:
+        if result.status in (Status.PASS, Status.NOT_CHECKABLE):
             continue
         inv = result.invariant
-        lines += ["", f"## {inv.id}: {result.status.value}", "", f"> {inv.statement}", "", "```", result.message, "```"]
-        if result.case is not None:
-            lines += ["", "Minimal counterexample:", "", "```json", _json(result.case), "```"]
-        if result.evidence:
-            lines += ["", "What the target saw (decoded):", "", "```json", _json(result.evidence), "```"]
-        if inv.id in cases:
-            lines += ["", "Replay exactly this case:", "", "```", replay_command(cases[inv.id], target_spec), "```"]
+        lines += ["", f"## {inv.id}: {result.line}", "", f"> {inv.statement}"]
+        failures = _failures(result)
+        if not failures:
+            lines += ["", "```", result.message, "```"]
+        saved = cases.get(inv.id, [])
+        for number, failure in enumerate(failures, start=1):
+            if len(failures) > 1:
+                lines += ["", f"### Failure {number} of {len(failures)} ({failure.kind.value})"]
+            lines += ["", "```", failure.message, "```"]
+            if failure.case is not None:
+                lines += ["", "Minimal counterexample:", "", "```json", _json(failure.case), "```"]
+            if failure.evidence:
+                heading = "What the fake and the target saw (decoded):"
+                lines += ["", heading, "", "```json", _json(failure.evidence), "```"]
+            case_path = _case_for(saved, failures, number)
+            if case_path is not None:
+                lines += ["", "Replay exactly this case:", "", "```", replay_command(case_path, target_spec), "```"]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def _case_for(saved: list[Path], failures: list[Failure], number: int) -> Path | None:
+    """The case file saved for failure ``number`` (failures without a case have no file)."""
+    with_case = [i for i, f in enumerate(failures, start=1) if f.case is not None]
+    return saved[with_case.index(number)] if number in with_case and len(saved) == len(with_case) else None
 
 
 def _json(value: Any, limit: int = 20000) -> str:

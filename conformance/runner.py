@@ -12,7 +12,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
-from conformance.catalogue import CATALOGUE, Invariant
+from conformance.catalogue import CATALOGUE, Invariant, SelectionError, resolve
 from conformance.properties import Case, Evidence, PreconditionNotMet, Property, properties
 from conformance.targets import Target, TargetError
 
@@ -21,14 +21,30 @@ PROFILES = ("ci", "thorough")
 
 class Status(StrEnum):
     PASS = "pass"
+    PARTIAL = "partial"  # passed on everything the target exposes; the message names what it does not
     FAIL = "fail"
+    ERROR = "error"  # the target crashed, hung or broke the protocol (or the kit's own check crashed)
     KNOWN_FAILURE = "known failure"
     UNEXPECTED_PASS = "known failure passed"
     NOT_CHECKABLE = "not checkable"
 
     @property
     def ok(self) -> bool:
-        return self in (Status.PASS, Status.KNOWN_FAILURE, Status.NOT_CHECKABLE)
+        return self in (Status.PASS, Status.PARTIAL, Status.KNOWN_FAILURE, Status.NOT_CHECKABLE)
+
+    @property
+    def passed(self) -> bool:
+        return self in (Status.PASS, Status.PARTIAL)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One distinct failure: its message, its minimal case and what the check saw on it."""
+
+    kind: Status  # FAIL or ERROR
+    message: str
+    case: Case | None
+    evidence: dict[str, Any]
 
 
 @dataclass
@@ -40,6 +56,16 @@ class Result:
     evidence: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
     examples: int = 0
+    failures: list[Failure] = field(default_factory=list)  # every distinct failure, the first one above
+
+    @property
+    def line(self) -> str:
+        """The verdict as the run line shows it: ``fail (2 distinct failures)``, ``pass (partial: ...)``."""
+        if self.status == Status.PARTIAL:
+            return f"pass ({self.message})"
+        if len(self.failures) > 1:
+            return f"{self.status.value} ({len(self.failures)} distinct failures)"
+        return self.status.value
 
 
 @dataclass(frozen=True)
@@ -50,21 +76,28 @@ class RunOptions:
 
 
 def select(only: Iterable[str] | None) -> list[Property]:
-    """The properties named by IDs or families (``WIRE-1``, ``WIRE``); all when ``only`` is empty."""
+    """The properties named by IDs or families in any case (``WIRE-1``, ``img-3``, ``Wire``); every
+    implemented one when ``only`` is empty.
+
+    Raises SelectionError (a ValueError, one line) for a name that is not in the catalogue, and for
+    one whose invariants are all in the catalogue but have no property yet. A family with some
+    properties selects those.
+    """
     registered = properties()
     wanted = [w.strip() for w in (only or []) if w.strip()]
     if not wanted:
         return list(registered.values())
-    chosen: dict[str, Property] = {}
+    chosen: set[str] = set()
     for item in wanted:
-        ids = [item] if item in CATALOGUE else [i for i, inv in CATALOGUE.items() if inv.family == item]
-        if not ids:
-            families = sorted({inv.family for inv in CATALOGUE.values()})
-            raise KeyError(f"{item!r} is neither an invariant ID nor a family (families: {', '.join(families)})")
-        for inv_id in ids:
-            if inv_id not in registered:
-                raise KeyError(f"{inv_id} has no property yet")
-            chosen[inv_id] = registered[inv_id]
+        ids = resolve(item)
+        implemented = [inv_id for inv_id in ids if inv_id in registered]
+        if not implemented:
+            name = ids[0] if len(ids) == 1 else CATALOGUE[ids[0]].family
+            families = ", ".join(dict.fromkeys(prop.invariant.family for prop in registered.values()))
+            raise SelectionError(
+                f"{name} has no property yet: not yet implemented in this kit; implemented: {families}"
+            )
+        chosen.update(implemented)
     return [registered[i] for i in CATALOGUE if i in chosen]
 
 
@@ -93,21 +126,20 @@ def run_property(prop: Property, target: Target, options: RunOptions) -> Result:
         return Result(
             prop.invariant, Status.NOT_CHECKABLE, f"not checkable on this target: it lacks {', '.join(missing)}"
         )
-    last_failure: dict[str, Any] = {}
-    counter = {"examples": 0, "unmet": 0}
-    unmet_reasons: dict[str, int] = {}
+    seen = _Seen()
 
     def attempt(case: Case) -> None:
-        counter["examples"] += 1
+        seen.examples += 1
         evidence = Evidence()
         try:
             prop.check(target, case, evidence)
         except PreconditionNotMet as exc:
-            counter["unmet"] += 1
-            unmet_reasons[exc.reason] = unmet_reasons.get(exc.reason, 0) + 1
-        except BaseException:
-            last_failure["case"], last_failure["evidence"] = case, evidence.items
+            seen.unmet[exc.reason] = seen.unmet.get(exc.reason, 0) + 1
+        except BaseException as exc:
+            seen.remember(exc, case, evidence)
             raise
+        else:
+            seen.unobserved |= evidence.unobserved
 
     started = time.perf_counter()
     test = given(prop.cases(target))(attempt)
@@ -116,26 +148,62 @@ def run_property(prop: Property, target: Target, options: RunOptions) -> Result:
         test = seed(options.seed)(test)
     try:
         test()
-    except TargetError as exc:
-        return _failed(prop, f"the target misbehaved: {exc}", last_failure, started, counter["examples"])
-    except AssertionError as exc:
-        return _failed(prop, str(exc) or "assertion failed", last_failure, started, counter["examples"])
-    except Exception as exc:  # a crash inside the check is a failure too, reported with its type
-        return _failed(prop, f"{type(exc).__name__}: {exc}", last_failure, started, counter["examples"])
+    except BaseException as raised:
+        if not isinstance(raised, Exception):  # KeyboardInterrupt, SystemExit: not a verdict
+            raise
+        failures = [_failure(exc, seen) for exc in _leaves(raised)]
+        return _failed(prop, failures, time.perf_counter() - started, seen.examples)
     seconds = time.perf_counter() - started
-    if counter["examples"] and counter["unmet"] == counter["examples"]:
-        return Result(
-            prop.invariant,
-            Status.NOT_CHECKABLE,
-            f"not checkable on this target: in all {counter['examples']} examples {_reasons(unmet_reasons)}",
-            seconds=seconds,
-            examples=counter["examples"],
-        )
-    return Result(prop.invariant, Status.PASS, seconds=seconds, examples=counter["examples"] - counter["unmet"])
+    checked = seen.examples - sum(seen.unmet.values())
+    if seen.examples and checked == 0:
+        reasons = "; ".join(r if n == 1 else f"{r} ({n} examples)" for r, n in seen.unmet.items())
+        message = f"not checkable on this target: in all {seen.examples} examples {reasons}"
+        return Result(prop.invariant, Status.NOT_CHECKABLE, message, seconds=seconds, examples=seen.examples)
+    if seen.unobserved:
+        message = f"partial: {', '.join(sorted(seen.unobserved))} not exposed by the target"
+        return Result(prop.invariant, Status.PARTIAL, message, seconds=seconds, examples=checked)
+    return Result(prop.invariant, Status.PASS, seconds=seconds, examples=checked)
 
 
-def _reasons(counts: dict[str, int]) -> str:
-    return "; ".join(reason if n == 1 else f"{reason} ({n} examples)" for reason, n in counts.items())
+class _Seen:
+    """What the examples of one run showed: counts, unmet preconditions, unobserved parts, and the
+    case and evidence behind each exception (Hypothesis re-raises the final, minimal ones)."""
+
+    _KEEP = 64
+
+    def __init__(self) -> None:
+        self.examples = 0
+        self.unmet: dict[str, int] = {}
+        self.unobserved: set[str] = set()
+        self._raised: dict[int, tuple[BaseException, Case, Evidence]] = {}
+
+    def remember(self, exc: BaseException, case: Case, evidence: Evidence) -> None:
+        self._raised[id(exc)] = (exc, case, evidence)
+        while len(self._raised) > self._KEEP:  # only the final replays matter; they come last
+            del self._raised[next(iter(self._raised))]
+
+    def behind(self, exc: BaseException) -> tuple[Case | None, Evidence | None]:
+        found = self._raised.get(id(exc))
+        if found is None or found[0] is not exc:
+            return None, None
+        return found[1], found[2]
+
+
+def _leaves(raised: BaseException) -> list[BaseException]:
+    if isinstance(raised, BaseExceptionGroup):
+        return [leaf for inner in raised.exceptions for leaf in _leaves(inner)]
+    return [raised]
+
+
+def _failure(exc: BaseException, seen: _Seen) -> Failure:
+    case, evidence = seen.behind(exc)
+    items = evidence.items if evidence is not None else {}
+    if isinstance(exc, TargetError):
+        return Failure(Status.ERROR, f"the target misbehaved: {exc}", case, items)
+    if isinstance(exc, AssertionError):
+        return Failure(Status.FAIL, str(exc) or "assertion failed", case, items)
+    message = f"the kit's check raised {type(exc).__name__}: {exc} (a kit bug: please report it with this case)"
+    return Failure(Status.ERROR, message, case, items)
 
 
 def replay_case(prop: Property, target: Target, case: Case) -> Result:
@@ -151,22 +219,21 @@ def replay_case(prop: Property, target: Target, case: Case) -> Result:
         prop.check(target, case, evidence)
     except PreconditionNotMet as exc:
         return Result(prop.invariant, Status.NOT_CHECKABLE, f"not checkable on this case: {exc.reason}", case)
-    except (AssertionError, TargetError, Exception) as exc:
-        message = str(exc) if isinstance(exc, AssertionError) else f"{type(exc).__name__}: {exc}"
-        return Result(prop.invariant, Status.FAIL, message, case, evidence.items, time.perf_counter() - started, 1)
-    return Result(prop.invariant, Status.PASS, case=case, seconds=time.perf_counter() - started, examples=1)
+    except Exception as exc:
+        seen = _Seen()
+        seen.remember(exc, case, evidence)
+        return _failed(prop, [_failure(exc, seen)], time.perf_counter() - started, 1)
+    seconds = time.perf_counter() - started
+    if evidence.unobserved:
+        message = f"partial: {', '.join(sorted(evidence.unobserved))} not exposed by the target"
+        return Result(prop.invariant, Status.PARTIAL, message, case=case, seconds=seconds, examples=1)
+    return Result(prop.invariant, Status.PASS, case=case, seconds=seconds, examples=1)
 
 
-def _failed(prop: Property, message: str, failure: dict[str, Any], started: float, examples: int) -> Result:
-    return Result(
-        prop.invariant,
-        Status.FAIL,
-        message,
-        failure.get("case"),
-        failure.get("evidence", {}),
-        time.perf_counter() - started,
-        examples,
-    )
+def _failed(prop: Property, failures: list[Failure], seconds: float, examples: int) -> Result:
+    status = Status.ERROR if any(f.kind == Status.ERROR for f in failures) else Status.FAIL
+    first = failures[0]
+    return Result(prop.invariant, status, first.message, first.case, first.evidence, seconds, examples, failures)
 
 
 def run(

@@ -6,9 +6,10 @@
   images replayed from earlier turns. Non-negative ints: ``0`` is accepted and disables history
   images (still counted); anything unparseable or negative gives the default.
 
-Both parsers follow ``parseInt(value, 10)``: leading JS whitespace is skipped, an optional sign and
-the longest run of ASCII digits are read, the rest is ignored (``"12abc"`` is 12), and a value too
-large for a double (``Infinity``) is not finite, so it gives the default.
+Both parsers follow ``parseInt(value, 10)`` (:func:`engine.js.js_parse_int`): leading JS whitespace
+is skipped, an optional sign and the longest run of ASCII digits are read, the rest is ignored
+(``"12abc"`` is 12), and a value too large for a double (``Infinity``) is not finite, so it gives
+the default.
 """
 
 from __future__ import annotations
@@ -17,14 +18,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-# ECMAScript StrWhiteSpaceChar: WhiteSpace (TAB, VT, FF, SP, NBSP, ZWNBSP, category Zs) and
-# LineTerminator (LF, CR, LS, PS). This is what parseInt and String.prototype.trim skip.
-JS_WHITESPACE = (
-    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
-    "\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
+from engine.js import js_parse_int
 
-_PARSE_INT = re.compile(f"[{re.escape(JS_WHITESPACE)}]*([+-]?)([0-9]+)")
 # client.js cascadeHistoryBudget: /\b1m\b|[-_]1m$/i. JS \b is ASCII-only and $ (no m flag) is the
 # very end of the string, hence re.ASCII and \Z.
 _ONE_M_UID = re.compile(r"\b1m\b|[-_]1m\Z", re.IGNORECASE | re.ASCII)
@@ -34,19 +29,6 @@ DEFAULT_1M_HISTORY_BYTES = 900_000
 DEFAULT_MAX_HISTORY_IMAGES = 4
 # 4 x the 400 000-character re-encode target (WINDSURFAPI_IMAGE_MAX_BYTES), in base64 characters.
 DEFAULT_MAX_HISTORY_IMAGE_BYTES = 1_600_000
-
-
-def js_parse_int(value: str) -> int | None:
-    """``parseInt(value, 10)`` restricted to finite results; ``None`` stands for NaN and +/-Infinity."""
-    match = _PARSE_INT.match(value)
-    if match is None:
-        return None
-    number = int(match.group(2))
-    try:
-        float(number)
-    except OverflowError:
-        return None
-    return -number if match.group(1) == "-" else number
 
 
 def positive_int_env(env: Mapping[str, str], name: str, default: int) -> int:

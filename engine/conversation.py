@@ -14,12 +14,14 @@ from typing import Any
 from engine.cascade_client import CascadeClient, CascadeTurnRequest, CascadeTurnResult, ResumeState
 from engine.config import HistoryImageLimits
 from engine.extract import Fetcher
+from engine.fingerprint import fingerprint_after, fingerprint_before
 from engine.images import ImageSettings
 from engine.ls_requests import ModelRef
 from engine.messages import Message
-from engine.pool import ConversationPool, Expected, PoolEntry, fingerprint_after, fingerprint_before
+from engine.pool import ConversationPool, Expected, PoolEntry
 from engine.prompt import PromptBuild, build_cascade_prompt
-from engine.steps_delta import build_additional_steps, delta_start_for
+from engine.steps_delta import delta_start_for
+from engine.tool_steps import build_additional_steps
 
 ChatMessage = Mapping[str, Any]
 

@@ -33,7 +33,7 @@ from engine.images import (
     parse_generic_data_url,
     shrink_image,
 )
-from engine.js_json import js_string, js_stringify, js_truthy
+from engine.js import js_get, js_string, js_stringify, js_truthy
 from engine.pdf_text import PDF_SCANNED_MARKER, PdfText, extract_pdf_base64, pdf_text_marker
 from engine.url_fetch import fetch_image_url
 
@@ -57,10 +57,6 @@ class Extracted:
     unextractable: int = 0
 
 
-def _get(obj: object, key: str) -> object:
-    return obj.get(key) if isinstance(obj, Mapping) else None
-
-
 def _or_empty(value: object) -> object:
     """``value || {}``-style access: falsy values read as nothing."""
     return value if js_truthy(value) else None
@@ -75,7 +71,7 @@ def is_image_like_block(block: object) -> bool:
     block_type = js_string(raw_type).lower() if js_truthy(raw_type) else ""
     if block_type in IMAGE_LIKE_TYPES:
         return True
-    if _get(block.get("source"), "type") == "base64":
+    if js_get(block.get("source"), "type") == "base64":
         return True
     if js_truthy(block.get("image_url")):
         return True
@@ -86,7 +82,7 @@ def is_image_like_block(block: object) -> bool:
 def safe_block_to_string(block: object) -> str:
     """``safeBlockToString`` (client.js): a string ``text`` wins, then the image placeholder, then the
     binary placeholder for a long base64 ``data`` value, else ``JSON.stringify(block ?? '')``."""
-    text = _get(block, "text")
+    text = js_get(block, "text")
     if isinstance(text, str):
         return text
     if is_image_like_block(block):
@@ -149,7 +145,7 @@ def _pdf_or_scanned(pdf: PdfText | None, filename: str | None = None, what: str 
 
 
 def _mime_of(source: object) -> str:
-    media_type = _get(source, "media_type")
+    media_type = js_get(source, "media_type")
     return media_type.lower() if isinstance(media_type, str) else ""
 
 
@@ -177,30 +173,30 @@ class _Extractor:
         if block_type == "image":
             return self.image(_or_empty(block.get("source")))
         if block_type == "image_url":
-            return self.image_url(_get(block.get("image_url"), "url"))
+            return self.image_url(js_get(block.get("image_url"), "url"))
         if block_type in ("file", "input_file"):
             return self.file(_or_empty(block.get("file")))
         return ""
 
     def document(self, source: object) -> str:
-        if _mime_of(source) == _PDF_MIME and js_truthy(_get(source, "data")):
-            return _pdf_or_scanned(_pdf(_get(source, "data")))
+        if _mime_of(source) == _PDF_MIME and js_truthy(js_get(source, "data")):
+            return _pdf_or_scanned(_pdf(js_get(source, "data")))
         return ""
 
     def image(self, source: object) -> str:
-        data = _get(source, "data")
+        data = js_get(source, "data")
         if _mime_of(source) == _PDF_MIME and js_truthy(data):
             pdf = _pdf(data)
             return pdf_text_marker(pdf) if pdf is not None and pdf.text else ""
-        source_type = _get(source, "type")
+        source_type = js_get(source, "type")
         try:
             if (source_type == "base64" or not js_truthy(source_type)) and js_truthy(data):
                 if not isinstance(data, str):
                     raise TypeError("image data is not a base64 string")
-                media_type = _get(source, "media_type")
+                media_type = js_get(source, "media_type")
                 self.push(ImageData(data, js_string(media_type) if js_truthy(media_type) else "image/png"))
-            elif source_type == "url" and js_truthy(_get(source, "url")):
-                self.push(self.fetch(_get(source, "url")))
+            elif source_type == "url" and js_truthy(js_get(source, "url")):
+                self.push(self.fetch(js_get(source, "url")))
             else:
                 log.warning("Image extraction failed: no usable image source")
         except Exception as exc:
@@ -226,10 +222,10 @@ class _Extractor:
         return ""
 
     def file(self, file: object) -> str:
-        data_url = _get(file, "file_data")
+        data_url = js_get(file, "file_data")
         if not js_truthy(data_url):
-            data_url = _get(file, "url")
-        file_id = _get(file, "file_id")
+            data_url = js_get(file, "url")
+        file_id = js_get(file, "file_id")
         if isinstance(data_url, str) and data_url.startswith("data:" + _PDF_MIME):
             try:
                 parsed = parse_generic_data_url(data_url)
@@ -238,7 +234,7 @@ class _Extractor:
                 return ""
             if parsed is None or not parsed.base64_data:
                 return ""
-            filename = _get(file, "filename")
+            filename = js_get(file, "filename")
             label = js_string(filename) if js_truthy(filename) else None
             return _pdf_or_scanned(_pdf(parsed.base64_data), label, " (OpenAI file block)")
         if js_truthy(data_url) and not js_truthy(file_id):

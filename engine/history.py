@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from engine.extract import content_to_string, safe_block_to_string
+from engine.js import utf16_len
 from engine.messages import Content, Message
-from engine.utf16 import utf16_len
 
 log = logging.getLogger("engine.cascade")
 

@@ -29,8 +29,8 @@ from enum import StrEnum
 
 from PIL import Image
 
-from engine.config import JS_WHITESPACE, positive_int_env
-from engine.utf16 import utf16_len
+from engine.config import positive_int_env
+from engine.js import JS_SPACE_CLASS, utf16_len
 
 MAX_SIZE = 5 * 1024 * 1024
 """Fetch/decode hard cap in bytes (image.js ``MAX_SIZE``)."""
@@ -54,7 +54,7 @@ FORMAT_TO_MIME = {"png": "image/png", "jpeg": "image/jpeg", "gif": "image/gif", 
 
 _JPEG_HEAD_BYTES = 256 * 1024
 _JPEG_SOF_MARKERS = frozenset({0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF})
-_JS_SPACE_RE = re.compile("[" + re.escape(JS_WHITESPACE) + "]")  # what JS `\s` matches
+_JS_SPACE_RE = re.compile(JS_SPACE_CLASS)
 _IMAGE_DATA_URL_RE = re.compile(r"data:(image/[a-z+]+);base64,(.+)", re.IGNORECASE | re.ASCII | re.DOTALL)
 _GENERIC_DATA_URL_RE = re.compile(r"data:([a-z0-9][a-z0-9.+/-]+);base64,(.+)", re.IGNORECASE | re.ASCII | re.DOTALL)
 _B64_CHARS = re.compile(r"[^A-Za-z0-9+/]")

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from engine.config import JS_WHITESPACE
 from engine.extract import content_to_string
+from engine.js import JS_SPACE_CLASS, js_trim
 from engine.messages import Message
 
 # /^x-anthropic-billing-header:[^\n]*(?:\n|$)/gmi. With the m flag a JS ^ also matches after \r,
@@ -27,7 +27,7 @@ _BILLING_HEADER = re.compile(
     re.IGNORECASE | re.MULTILINE | re.ASCII,
 )
 # /(^|[\n.!?]\s*)You are /g with JS's \s; no m flag, so ^ is the start of the text only.
-_YOU_ARE = re.compile(f"(\\A|[\\n.!?][{re.escape(JS_WHITESPACE)}]*)You are ")
+_YOU_ARE = re.compile(f"(\\A|[\\n.!?]{JS_SPACE_CLASS}*)You are ")
 
 # client.js providerMap, in its key order: the first key the model label contains wins.
 PROVIDERS: tuple[tuple[str, str], ...] = (
@@ -43,11 +43,6 @@ PROVIDERS: tuple[tuple[str, str], ...] = (
 )
 
 _MODEL_PREFIX = re.compile(r"\AMODEL_", re.IGNORECASE | re.ASCII)
-
-
-def js_trim(text: str) -> str:
-    """``String.prototype.trim``: strips JS whitespace and line terminators (not ``str.strip``'s set)."""
-    return text.strip(JS_WHITESPACE)
 
 
 def strip_billing_headers(text: str) -> str:

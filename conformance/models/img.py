@@ -43,6 +43,7 @@ DEFAULT_MAX_IMAGE_BYTES = 1_600_000
 DEFAULT_HISTORY_BYTES = 600_000
 IMAGE_LIKE_TYPES = frozenset({"image", "image_url", "input_image", "document", "file", "input_file"})
 PLANNER_NO_TOOL = "CONVERSATIONAL_PLANNER_MODE_NO_TOOL"
+PLANNER_DEFAULT = "CONVERSATIONAL_PLANNER_MODE_DEFAULT"
 ROLES = ("user", "assistant")
 
 
@@ -139,10 +140,25 @@ class Model:
     replayed: list[Slot]
     attached: list[Slot] = field(default_factory=list)  # chronological
     drops: dict[str, int] = field(default_factory=dict)
+    native_mode: bool = False
+    tool_preamble: str = ""
 
     @property
     def k(self) -> int:
         return len(self.current_images)
+
+    @property
+    def field6(self) -> list[str]:
+        """Field 6 as labels: the current images, then the attached history images oldest first."""
+        return [f"img{png_index(i)}" for i in self.current_images] + [s.name for s in self.attached]
+
+    @property
+    def planner_mode(self) -> str:
+        """windsurf.js ``forceDefault``: DEFAULT with the native bridge, or with images in field 6
+        and no tool preamble; NO_TOOL otherwise."""
+        with_images = bool(self.current_images or self.attached)
+        default = self.native_mode or (with_images and not self.tool_preamble)
+        return PLANNER_DEFAULT if default else PLANNER_NO_TOOL
 
     @property
     def history(self) -> list[Slot]:
@@ -197,6 +213,8 @@ def model(case: Case) -> Model:
         current_text=current_text(last),
         truncated=_slots(convo, range(first_included)),
         replayed=_slots(convo, range(first_included, max(n - 1, first_included))),
+        native_mode=bool(case["native_mode"]),
+        tool_preamble=str(case["tool_preamble"]),
     )
     drops = dict.fromkeys(("cap", "bytes", "truncated", "no_vision", "unextractable"), 0)
     drops["truncated"] = len(result.truncated)

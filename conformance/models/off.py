@@ -58,6 +58,12 @@ def _numbers(message: Any, *path: str) -> list[int]:
     return numbers
 
 
+def _numbers_by_name(message: Any, repeated_field: str) -> dict[str, int]:
+    """The fields of the message type of ``repeated_field``, by name."""
+    inner = message.fields_by_name[repeated_field].message_type
+    return {f.name: f.number for f in inner.fields}
+
+
 _RECORD = RPCS[META].response_type.DESCRIPTOR.fields_by_name["generator_metadata"].message_type
 _CHAT_MODEL, _USAGE = _numbers(_RECORD, "chat_model", "usage")
 _UID = _numbers(_RECORD, "chat_model", "model_uid")[1]
@@ -70,7 +76,7 @@ def encode_metadata_response(records: Sequence[Mapping[str, Any]]) -> bytes:
     the kit (field numbers from the proto): ``shape`` ``usage`` writes the figures (zeros only when
     ``explicit_zeros``), ``zero_usage`` an all-zero usage block, ``no_usage`` only the model uid,
     ``empty`` an empty record."""
-    encoded: wb.Fields = []
+    encoded: list[tuple[int, wb.Value]] = []
     for record in records:
         chat_model: list[tuple[int, wb.Value]] = []
         if record["shape"] == "usage":
@@ -242,9 +248,9 @@ _KINDS = sorted({kind for kind, _, _, _ in MAPPED_TOOLS.values()})
 _MARKER_FIELDS = {kind: body_field for kind, _, body_field, _ in MAPPED_TOOLS.values()}
 
 # The step bodies the mapping names must exist in the proto (a renamed field fails here, loudly).
-_STEP = RPCS[SEND].request_type.DESCRIPTOR.fields_by_name["additional_steps"].message_type
-if not set(_KINDS) <= set(_STEP.fields_by_name):
-    raise RuntimeError(f"step kinds missing from the proto: {set(_KINDS) - set(_STEP.fields_by_name)}")
+_STEP_FIELDS = set(_numbers_by_name(RPCS[SEND].request_type.DESCRIPTOR, "additional_steps"))
+if not set(_KINDS) <= _STEP_FIELDS:
+    raise RuntimeError(f"step kinds missing from the proto: {set(_KINDS) - _STEP_FIELDS}")
 
 
 def step_id(step: Mapping[str, Any]) -> str:

@@ -45,12 +45,19 @@ def require(condition: bool, reason: str) -> None:
 
 @dataclass
 class Evidence:
-    """What a check saw, kept for the report when the case fails (e.g. the journal it read)."""
+    """What a check saw, kept for the report when the case fails (e.g. the journal it read), and
+    the parts of the statement it could not judge because the target does not expose them."""
 
     items: dict[str, Any] = field(default_factory=dict)
+    unobserved: set[str] = field(default_factory=set)
 
     def add(self, name: str, value: Any) -> None:
         self.items[name] = value
+
+    def not_observed(self, what: str) -> None:
+        """Record that ``what`` (e.g. "drop counters") was not judged: the target does not give it.
+        A property that passes with such parts is reported as a partial pass, naming them."""
+        self.unobserved.add(what)
 
 
 @dataclass(frozen=True)

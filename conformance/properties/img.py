@@ -36,7 +36,7 @@ from conformance.models.img import (
     summary,
     without_history_images,
 )
-from conformance.properties import Case, Evidence, invariant_property
+from conformance.properties import Case, Evidence, invariant_property, require
 from conformance.strategies.img import (
     any_wire,
     cases,
@@ -104,11 +104,22 @@ def build(
         env=dict(case.get("env", {})),
     )
     sent = decode_send(base64.b64decode(result["request_b64"]))
-    sent = Sent(sent.text, sent.images, sent.planner_mode, result["attached"], result["drops"])
+    sent = Sent(sent.text, sent.images, sent.planner_mode, result.get("attached"), result.get("drops"))
     evidence.add(name, sent.summary())
     return sent
 
 
+
+
+_COUNTERS = "history-image counters (attached, drops)"
+
+
+def counters_of(sent: Sent, evidence: Evidence) -> tuple[int, dict[str, int]] | None:
+    """The build's counters, or None (recorded as not observed) when the target does not expose them."""
+    if sent.attached is None or sent.drops is None:
+        evidence.not_observed(_COUNTERS)
+        return None
+    return sent.attached, dict(sent.drops)
 
 
 def check_lines(sent: Sent, expected: Model, ordinal_of: Callable[[Slot], int | None]) -> None:
@@ -222,10 +233,13 @@ def bounds_newest_turn_first(target: Target, case: Case, evidence: Evidence) -> 
     budget = env_limit(env, ENV_IMAGE_BYTES, DEFAULT_MAX_IMAGE_BYTES, allow_zero=True)
     spent = sum(len(data) for data, _ in sent.images[expected.k :])
     assert spent <= budget, f"{spent} base64 characters of history images exceed the budget of {budget}"
-    got = {k: (sent.drops or {}).get(k) for k in ("cap", "bytes")}
-    want = {k: expected.drops[k] for k in ("cap", "bytes")}
-    assert got == want, f"drops by the bounds are {got}, expected {want}"
-    assert sent.attached == len(wanted), f"attached={sent.attached}, expected {len(wanted)}"
+    counters = counters_of(sent, evidence)
+    if counters is not None:
+        attached, drops = counters
+        got = {k: drops.get(k) for k in ("cap", "bytes")}
+        want = {k: expected.drops[k] for k in ("cap", "bytes")}
+        assert got == want, f"drops by the bounds are {got}, expected {want}"
+        assert attached == len(wanted), f"attached={attached}, expected {len(wanted)}"
 
 
 # ---------------------------------------------------------------------------- IMG-4
@@ -243,17 +257,20 @@ def every_history_attachment_is_counted(target: Target, case: Case, evidence: Ev
     expected = model(case)
     evidence.add("expected", summary(expected))
     sent = build(target, case, evidence)
-    drops = dict(sent.drops or {})
+    require(
+        sent.attached is not None and sent.drops is not None,
+        f"the target does not expose the {_COUNTERS}, which are what IMG-4 is about",
+    )
+    attached, drops = int(sent.attached or 0), dict(sent.drops or {})
     total = len(expected.history)
-    assert sent.attached is not None
-    counted = sent.attached + sum(drops.values())
+    counted = attached + sum(drops.values())
     assert counted == total, (
-        f"attached={sent.attached} + drops {drops} = {counted}, but the history has {total} image-like block(s): "
+        f"attached={attached} + drops {drops} = {counted}, but the history has {total} image-like block(s): "
         f"some were {'lost' if counted < total else 'double-counted'}"
     )
     in_field_6 = len(sent.images) - expected.k
-    assert sent.attached == in_field_6, (
-        f"attached={sent.attached} but {in_field_6} history image(s) ride field 6 ({sent.labels[expected.k :]})"
+    assert attached == in_field_6, (
+        f"attached={attached} but {in_field_6} history image(s) ride field 6 ({sent.labels[expected.k :]})"
     )
     for reason in ("truncated", "no_vision", "unextractable"):
         assert drops.get(reason) == expected.drops[reason], (
@@ -275,12 +292,15 @@ def no_history_images_without_vision(target: Target, case: Case, evidence: Evide
     sent = build(target, case, evidence)
     current = [f"img{png_index(i)}" for i in expected.current_images]
     assert sent.labels == current, f"without vision field 6 must be the current images {current}; it is {sent.labels}"
-    assert sent.attached == 0, f"attached={sent.attached} without vision"
-    drops = dict(sent.drops or {})
-    assert drops.get("no_vision") == len(expected.replayed), (
-        f"no_vision={drops.get('no_vision')}, but the replayed turns have {len(expected.replayed)} image-like block(s)"
-    )
-    assert drops.get("truncated") == len(expected.truncated), f"truncated={drops.get('truncated')}"
+    counters = counters_of(sent, evidence)
+    if counters is not None:
+        attached, drops = counters
+        assert attached == 0, f"attached={attached} without vision"
+        assert drops.get("no_vision") == len(expected.replayed), (
+            f"no_vision={drops.get('no_vision')}, but the replayed turns have {len(expected.replayed)} "
+            "image-like block(s)"
+        )
+        assert drops.get("truncated") == len(expected.truncated), f"truncated={drops.get('truncated')}"
     assert not MARKER_RE.search(sent.text), f"a marker in a prompt without vision: {sent.text[:400]!r}"
     stripped = build(
         target, case, evidence, name="without history images", messages=without_history_images(case["messages"])
@@ -295,26 +315,17 @@ def no_history_images_without_vision(target: Target, case: Case, evidence: Evide
 _LS_TOKEN = "conformance-img6-token"
 
 
-def _fresh(
-    target: Target,
-    messages: list[dict[str, Any]],
-    native: bool,
-    evidence: Evidence,
-    name: str,
-    *,
-    is_resume: bool = False,
-) -> Sent:
-    case = {"messages": messages, "env": {}, "tool_preamble": "", "native_mode": native}
-    return build(target, case, evidence, name=name, is_resume=is_resume)
-
-
-def _same_send(what: str, got: Sent, want: Sent) -> None:
-    assert got.text == want.text, (
-        f"{what}: the prompt text differs\n  sent:     {got.text!r}\n  expected: {want.text!r}"
+def _matches_model(what: str, sent: Sent, conversation: list[dict[str, Any]], native: bool, evidence: Evidence) -> None:
+    """``sent`` carries what the kit's model says a fresh build of ``conversation`` carries."""
+    expected = model({"messages": conversation, "env": {}, "tool_preamble": "", "native_mode": native})
+    evidence.add(f"expected for {what}", summary(expected))
+    assert sent.labels == expected.field6, (
+        f"{what}: field 6 differs from a fresh build of the conversation\n  sent:     {sent.labels}\n"
+        f"  expected: {expected.field6}"
     )
-    assert got.images == want.images, f"{what}: field 6 differs\n  sent:     {got.labels}\n  expected: {want.labels}"
-    assert got.planner_mode == want.planner_mode, (
-        f"{what}: planner mode {got.planner_mode}, expected {want.planner_mode}"
+    check_lines(sent, expected, lambda slot: position_of(sent.labels, slot))
+    assert sent.planner_mode == expected.planner_mode, (
+        f"{what}: planner mode {sent.planner_mode}, a fresh build has {expected.planner_mode}"
     )
 
 
@@ -323,9 +334,11 @@ def _same_send(what: str, got: Sent, want: Sent) -> None:
 )
 def rebuild_equals_fresh(target: Target, case: Case, evidence: Evidence) -> None:
     """Turn 1 runs fresh on a cascade that then expires; turn 2 resumes it, is rejected as expired,
-    and the target restarts. The one Send on the fresh cascade carries exactly what a fresh build of
-    the whole conversation gives (text, field 6, planner mode); the resume attempt's own build counts
-    nothing, so the rebuild is the request's only counted build."""
+    and the target restarts. Judged on the wire against the kit's model: the one Send on the fresh
+    cascade carries exactly what a fresh build of the whole conversation carries (text, field 6,
+    planner mode), as turn 1's own Send does for turn 1. Where the target exposes its counters, its
+    resume build of the conversation counts nothing, so the rebuild is the request's only counted
+    build. A target that never resumes turn 1's cascade rebuilds nothing: not checkable."""
     scenario = Scenario(turns=(Turn(chunks=(Chunk(text=case["answer"]),), expire_after=True),))
     native = bool(case["native_mode"])
     with FakeLSThread(csrf_token=_LS_TOKEN, scenario=scenario) as ls:
@@ -338,38 +351,43 @@ def rebuild_equals_fresh(target: Target, case: Case, evidence: Evidence) -> None
             turns=[case["first"], case["second"]],
         )["turns"]
         sends = ls.journal.entries("SendUserCascadeMessage")
-    evidence.add("turns", played)
-    evidence.add("sends", [f"{e.status} {(e.request or {}).get('cascade_id', '?')}" for e in sends])
-    assert len(played) == 2, f"play_turns answered {len(played)} turns for 2"
-    assert played[1]["resumed"], "turn 2 did not resume turn 1's cascade, so no resume could be rejected"
+    evidence.add("play_turns (the target's own report)", played)
+    cascades = [str((e.request or {}).get("cascade_id", "?")) for e in sends]
+    evidence.add("sends", [f"{e.status} {cascade}" for e, cascade in zip(sends, cascades, strict=True)])
+    assert sends, "the fake received no SendUserCascadeMessage"
+    assert not sends[0].rejected, f"turn 1's Send was not accepted: {evidence.items['sends']}"
+    require(
+        cascades[1:].count(cascades[0]) > 0,
+        "the target never resumed turn 1's cascade (turn 2 went to a fresh cascade), so no resume was rejected "
+        "and nothing was rebuilt",
+    )
     rejected = [i for i, e in enumerate(sends) if e.rejected]
     assert len(rejected) == 1, (
         f"expected exactly one rejected Send (the resume of the expired cascade): {evidence.items['sends']}"
     )
     after = sends[rejected[0] + 1 :]
     assert len(after) == 1, f"after the rejected resume {len(after)} Sends went out; the rebuilt history goes out once"
+    assert cascades[rejected[0] + 1] != cascades[rejected[0]], "the rebuilt Send went to the expired cascade again"
     rebuilt = decode_send(after[0].raw)
     evidence.add("rebuilt", rebuilt.summary())
-    rebuilt_cascade = (after[0].request or {}).get("cascade_id")
-    assert rebuilt_cascade != (sends[rejected[0]].request or {}).get("cascade_id"), (
-        "the rebuilt Send went to the expired cascade again"
+    conversation = [*case["first"], {"role": "assistant", "content": case["answer"]}, *case["second"]]
+    evidence.add("conversation (turn 1's answer is the one the fake scripted)", conversation)
+    _matches_model("the rebuilt Send", rebuilt, conversation, native, evidence)
+    _matches_model("turn 1's fresh Send", decode_send(sends[0].raw), list(case["first"]), native, evidence)
+    resume = build(
+        target,
+        {"messages": conversation, "env": {}, "tool_preamble": "", "native_mode": native},
+        evidence,
+        name="resume build",
+        is_resume=True,
     )
-    conversation = [*case["first"], {"role": "assistant", "content": played[0]["text"]}, *case["second"]]
-    evidence.add("conversation", conversation)
-    fresh = _fresh(target, conversation, native, evidence, "fresh build")
-    _same_send("the rebuilt Send vs a fresh build of the same conversation", rebuilt, fresh)
-    _same_send(
-        "turn 1's fresh Send vs a fresh build",
-        decode_send(sends[0].raw),
-        _fresh(target, list(case["first"]), native, evidence, "turn 1 build"),
-    )
-    resume = _fresh(target, conversation, native, evidence, "resume build", is_resume=True)
-    _same_send("the rejected resume attempt vs a resume build", decode_send(sends[rejected[0]].raw), resume)
-    counted_on_resume = (resume.attached, {k: v for k, v in (resume.drops or {}).items() if v})
-    assert counted_on_resume == (0, {}), (
-        f"a resume attempt's build counted history images (attached={resume.attached}, drops={resume.drops}); "
-        "only the rebuild may count them"
-    )
+    counters = counters_of(resume, evidence)
+    if counters is not None:
+        attached, drops = counters
+        assert (attached, {k: v for k, v in drops.items() if v}) == (0, {}), (
+            f"a resume attempt's build counted history images (attached={attached}, drops={drops}); "
+            "only the rebuild may count them"
+        )
 
 
 # ---------------------------------------------------------------------------- IMG-7
@@ -402,13 +420,16 @@ def history_images_pass_the_same_guards(target: Target, case: Case, evidence: Ev
             f"{name}: the current turn gives field 6 {current.labels}, the same block in a replayed "
             f"{case['history_role']} turn gives {replayed.labels}"
         )
-        drops = dict(replayed.drops or {})
-        counted = (replayed.attached, (replayed.attached or 0) + sum(drops.values()))
-        assert counted == (len(replayed.images), 1), (
-            f"{name}: one history block, attached={replayed.attached}, drops={drops}, field 6 {replayed.labels}"
-        )
         if name in REFUSED_BLOCKS:
             assert current.images == (), f"{name}: the guard let it through to field 6: {current.labels}"
+        counters = counters_of(replayed, evidence)
+        if counters is None:
+            continue
+        attached, drops = counters
+        assert (attached, attached + sum(drops.values())) == (len(replayed.images), 1), (
+            f"{name}: one history block, attached={attached}, drops={drops}, field 6 {replayed.labels}"
+        )
+        if name in REFUSED_BLOCKS:
             assert drops.get("unextractable") == 1, f"{name}: refused in history but drops are {drops}"
 
 
@@ -425,7 +446,8 @@ def same_conversation_same_bytes(target: Target, case: Case, evidence: Evidence)
         f"the prompt text differs between two builds:\n  {first.text!r}\n  {second.text!r}"
     )
     assert first.images == second.images, f"field 6 differs between two builds: {first.labels} vs {second.labels}"
-    assert (first.attached, first.drops) == (second.attached, second.drops), (
-        f"counters differ between two builds: {first.attached} {first.drops} vs {second.attached} {second.drops}"
-    )
+    if counters_of(first, evidence) is not None:
+        assert (first.attached, first.drops) == (second.attached, second.drops), (
+            f"counters differ between two builds: {first.attached} {first.drops} vs {second.attached} {second.drops}"
+        )
 

@@ -100,7 +100,7 @@ def _entry_summary(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 @invariant_property(
-    "WIRE-4", needs=("ls.serve", "ls.journal", "ls.advance_clock", "ls.stop"), cases=stateful_cases, max_examples=20
+    "WIRE-4", needs=("ls.serve", "ls.advance_clock", "ls.stop"), cases=stateful_cases, max_examples=20
 )
 def stateful_semantics(target: Target, case: Case, evidence: Evidence) -> None:
     served = target.call("ls.serve", scenario=case["scenario"], manual_clock=True)

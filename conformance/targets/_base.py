@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 import jsonschema
 
-from conformance.operations import operation
+from conformance.operations import OPERATIONS, capability_schema, operation, result_schema
 
 
 class TargetError(Exception):
@@ -49,10 +49,49 @@ def check_params(op: str, params: Mapping[str, Any]) -> None:
     jsonschema.validate(dict(params), operation(op).params)
 
 
-def check_result(op: str, result: Any, who: str) -> dict[str, Any]:
-    errors = list(jsonschema.Draft202012Validator(operation(op).result).iter_errors(result))
+def check_capabilities(who: str, implemented: frozenset[str], declared: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The capabilities a target declares, validated: only for operations it implements, only the
+    keys each operation knows (``observes`` and the operation's own facts)."""
+    checked: dict[str, dict[str, Any]] = {}
+    for op_name, caps in declared.items():
+        if op_name not in OPERATIONS:
+            raise TargetSpecError(
+                f"{who}: declares capabilities for {op_name!r}, which is no operation "
+                f"(see `cascade-conformance operations`)"
+            )
+        if op_name not in implemented:
+            raise TargetSpecError(f"{who}: declares capabilities for {op_name}, which it does not implement")
+        schema = capability_schema(operation(op_name))
+        errors = list(jsonschema.Draft202012Validator(schema).iter_errors(caps))
+        if errors:
+            known = ", ".join(sorted(schema["properties"])) or "none"
+            where = "/".join(str(p) for p in errors[0].absolute_path)
+            raise TargetSpecError(
+                f"{who}: bad capabilities for {op_name}{' at ' + where if where else ''}: {errors[0].message} "
+                f"(capabilities {op_name} knows: {known})"
+            )
+        checked[op_name] = dict(caps)
+    return checked
+
+
+def observed(capabilities: Mapping[str, Any]) -> frozenset[str]:
+    return frozenset(capabilities.get("observes", ()))
+
+
+def check_result(op: str, result: Any, who: str, observes: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """``result`` must match the operation's schema for what the target observes: an optional field
+    it did not declare is an error, as is a declared one it left out."""
+    definition = operation(op)
+    errors = list(jsonschema.Draft202012Validator(result_schema(definition, observes)).iter_errors(result))
     if errors:
         where = "/".join(str(p) for p in errors[0].absolute_path) or "<result>"
-        raise TargetError(f"{who}: {op} returned a result outside its schema at {where}: {errors[0].message}")
+        hint = ""
+        if definition.optional:
+            shown = ", ".join(sorted(observes)) or "none"
+            hint = (
+                f" (optional fields of {op}: {', '.join(definition.optional)}; this target declares it observes: "
+                f"{shown}; declare them in the capability 'observes' or leave them out)"
+            )
+        raise TargetError(f"{who}: {op} returned a result outside its schema at {where}: {errors[0].message}{hint}")
     assert isinstance(result, dict)
     return result

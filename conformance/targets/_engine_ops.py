@@ -17,7 +17,7 @@ from engine.metrics import ImageHistoryMetrics
 from engine.polling import PollSettings
 from engine.pool import ConversationPool, PoolEntry
 from engine.prompt import build_cascade_prompt
-from engine.steps_delta import build_additional_steps
+from engine.tool_steps import build_additional_steps
 from engine.usage import parse_generator_metadata
 
 _FIXED_IDENTITY = ClientIdentity(os="linux", hardware="x86_64", extension_version="2.0.67", request_id=lambda: 1)
@@ -86,6 +86,10 @@ class EngineOperations:
             "generator_offset": None if generator is None else int(generator),
         }
 
+    def _new_pool(self) -> ConversationPool:
+        """The pool one ``engine.play_turns`` call starts with (empty)."""
+        return ConversationPool()
+
     def engine_play_turns(
         self,
         ls_address: str,
@@ -100,7 +104,7 @@ class EngineOperations:
             poll=PollSettings(poll_interval_s=_FAST_POLL_S),
             backoff_sleep=lambda _s: None,
         )
-        engine = ConversationEngine(client, ConversationPool())
+        engine = ConversationEngine(client, self._new_pool())
         results = []
         conversation: list[Mapping[str, Any]] = []
         try:

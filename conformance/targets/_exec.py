@@ -16,7 +16,14 @@ from typing import IO, Any
 import jsonschema
 
 from conformance.operations import OPERATIONS, PROTOCOL_VERSION
-from conformance.targets._base import TargetError, TargetSpecError, check_params, check_result
+from conformance.targets._base import (
+    TargetError,
+    TargetSpecError,
+    check_capabilities,
+    check_params,
+    check_result,
+    observed,
+)
 
 # Per-call timeouts scale with the adapter's measured round trip, with a floor, so a slow
 # machine or a slow language runtime does not turn into false failures.
@@ -43,7 +50,13 @@ class ExecTarget:
         self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the target
         try:
             self._proc = subprocess.Popen(
-                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True, bufsize=1
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._stderr,
+                text=True,
+                encoding="utf-8",  # the protocol is UTF-8 JSON whatever the locale
+                bufsize=1,
             )
         except OSError as exc:
             raise TargetSpecError(f"exec:{shlex.join(command)}: cannot start the adapter: {exc}") from exc
@@ -55,6 +68,7 @@ class ExecTarget:
         self._name = shlex.join(command)
         self._ops: frozenset[str] = frozenset()
         self._caps: dict[str, dict[str, Any]] = {}
+        self._hello_answer: Any = None
         self.handshake_s = 0.0
 
     @classmethod
@@ -69,7 +83,7 @@ class ExecTarget:
             target._hello()
             if call_timeout_s is None:
                 target._timeout = target._calibrate()
-        except TargetError:
+        except (TargetError, TargetSpecError):
             target.close()
             raise
         return target
@@ -78,8 +92,12 @@ class ExecTarget:
         trips = []
         for _ in range(3):
             started = time.perf_counter()
-            self._request("hello", {"protocol": PROTOCOL_VERSION})
+            again = self._request("hello", {"protocol": PROTOCOL_VERSION})
             trips.append(time.perf_counter() - started)
+            if again != self._hello_answer:
+                raise TargetError(
+                    f"{self.description}: a repeated hello answered differently: {again} vs {self._hello_answer}"
+                )
         return max(CALL_TIMEOUT_FLOOR_S, CALL_TIMEOUT_ROUND_TRIPS * sorted(trips)[1])
 
     @property
@@ -90,6 +108,7 @@ class ExecTarget:
         started = time.perf_counter()
         result = self._request("hello", {"protocol": PROTOCOL_VERSION})
         self.handshake_s = time.perf_counter() - started
+        self._hello_answer = result
         errors = list(jsonschema.Draft202012Validator(self._schema["$defs"]["hello_result"]).iter_errors(result))
         if errors:
             raise TargetError(f"{self.description}: bad hello answer: {errors[0].message}")
@@ -97,8 +116,9 @@ class ExecTarget:
         if unknown:
             raise TargetError(f"{self.description}: declares operations the protocol does not have: {unknown}")
         self._name = f"{result['name']} ({self.description})"
-        self._ops = frozenset(result["operations"])
-        self._caps = dict(result.get("capabilities", {}))
+        ops = frozenset(result["operations"])
+        self._caps = check_capabilities(self._name, ops, result.get("capabilities", {}))
+        self._ops = ops
 
     @property
     def description(self) -> str:
@@ -114,7 +134,13 @@ class ExecTarget:
         if op not in self._ops:
             raise TargetError(f"{self.description} does not implement {op}")
         check_params(op, params)
-        return check_result(op, self._request(op, params), self.description)
+        answer = self._request(op, params)
+        try:
+            return check_result(op, answer, self.description, observed(self.capabilities(op)))
+        except TargetError as exc:
+            shown = json.dumps(answer, ensure_ascii=False)
+            shown = shown if len(shown) <= 400 else shown[:400] + f"... ({len(shown)} characters)"
+            raise TargetError(f"{exc}\nthe answer was: {shown}{self._stderr_note()}") from None
 
     def _request(self, op: str, params: dict[str, Any]) -> Any:
         with self._lock:
@@ -132,6 +158,7 @@ class ExecTarget:
             except queue.Empty:
                 raise TargetError(
                     f"{self.description}: no answer to {op} within {self._timeout:.1f} s (per-call timeout)"
+                    + self._stderr_note()
                 ) from None
             if answer is _EOF:
                 raise TargetError(self._died(f"before answering {op}"))
@@ -142,15 +169,21 @@ class ExecTarget:
             message = json.loads(line)
         except json.JSONDecodeError:
             raise TargetError(
-                f"{self.description}: answered {op} with a line that is not JSON: {line[:200]!r}"
+                f"{self.description}: answered {op} with a line that is not JSON (stdout is reserved for the "
+                f"protocol; logs go to stderr): {line[:200]!r}{self._stderr_note()}"
             ) from None
         errors = list(jsonschema.Draft202012Validator(self._schema["$defs"]["response"]).iter_errors(message))
         if errors:
-            raise TargetError(f"{self.description}: malformed response to {op}: {errors[0].message}")
+            raise TargetError(
+                f"{self.description}: malformed response to {op}: {errors[0].message}; the line was: "
+                f"{line[:300]!r}{self._stderr_note()}"
+            )
         if message["id"] != request_id:
             raise TargetError(f"{self.description}: answered id {message['id']} while {request_id} ({op}) was pending")
         if "error" in message:
-            raise TargetError(f"{self.description}: {op} failed in the adapter: {message['error']['message']}")
+            raise TargetError(
+                f"{self.description}: {op} failed in the adapter: {message['error']['message']}{self._stderr_note()}"
+            )
         return message["result"]
 
     def _read(self) -> None:
@@ -165,10 +198,17 @@ class ExecTarget:
             code = self._proc.wait(timeout=2)
         except subprocess.TimeoutExpired:
             code = None
-        self._stderr.seek(0)
-        tail = self._stderr.read()[-1500:].decode("utf-8", errors="replace").strip()
         status = f"exited with {code}" if code is not None else "closed its stdout"
-        return f"{self.description}: the adapter {status} {when}" + (f"; its stderr ends:\n{tail}" if tail else "")
+        return f"{self.description}: the adapter {status} {when}{self._stderr_note()}"
+
+    def _stderr_note(self) -> str:
+        """The tail of what the adapter wrote to stderr so far, for error messages."""
+        try:
+            self._stderr.seek(0)
+            tail = self._stderr.read()[-1500:].decode("utf-8", errors="replace").strip()
+        except (OSError, ValueError):
+            return ""
+        return f"; its stderr ends:\n{tail}" if tail else ""
 
     def close(self) -> None:
         if self._proc.poll() is None:

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import importlib
+import traceback
 from collections.abc import Mapping
 from typing import Any
 
 from conformance.operations import OPERATIONS, operation
-from conformance.targets._base import TargetError, TargetSpecError, check_params, check_result
+from conformance.targets._base import (
+    TargetError,
+    TargetSpecError,
+    check_capabilities,
+    check_params,
+    check_result,
+    observed,
+)
 
 
 class PythonTarget:
@@ -20,6 +28,12 @@ class PythonTarget:
         self._description = description
         self._ops = frozenset(
             op.name for op in OPERATIONS.values() if callable(getattr(implementation, op.method_name, None))
+        )
+        declared = getattr(implementation, "capabilities", None)
+        if declared is not None and not callable(declared):
+            raise TargetSpecError(f"{description}: 'capabilities' must be a method capabilities(op) -> dict")
+        self._caps = check_capabilities(
+            description, self._ops, {op: dict(declared(op) or {}) for op in self._ops} if declared else {}
         )
 
     @classmethod
@@ -44,16 +58,19 @@ class PythonTarget:
         return self._ops
 
     def capabilities(self, op: str) -> Mapping[str, Any]:
-        declared = getattr(self._impl, "capabilities", None)
-        caps = declared(op) if callable(declared) else {}
-        return dict(caps or {})
+        return dict(self._caps.get(op, {}))
 
     def call(self, op: str, **params: Any) -> dict[str, Any]:
         if op not in self._ops:
             raise TargetError(f"{self._description} does not implement {op}")
         check_params(op, params)
         method = getattr(self._impl, operation(op).method_name)
-        return check_result(op, method(**params), self._description)
+        try:
+            result = method(**params)
+        except Exception as exc:  # the implementation crashed: the target's fault, reported with its traceback
+            tail = "".join(traceback.format_exception(exc)[-6:]).strip()
+            raise TargetError(f"{self._description}: {op} raised {type(exc).__name__}: {exc}\n{tail}") from exc
+        return check_result(op, result, self._description, observed(self.capabilities(op)))
 
     def close(self) -> None:
         closer = getattr(self._impl, "close", None)

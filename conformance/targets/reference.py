@@ -9,6 +9,7 @@ import base64
 from collections.abc import Mapping
 from typing import Any
 
+from conformance.operations import OPERATIONS
 from conformance.targets._engine_ops import EngineOperations
 from fakels.clock import ManualClock, SystemClock
 from fakels.decoder import RequestDecodeError, decode
@@ -27,7 +28,8 @@ class ReferenceTarget(EngineOperations):
     def capabilities(self, op: str) -> Mapping[str, Any]:
         if op == "ls.decode_request":
             return {"methods": sorted(RPCS)}
-        return {}
+        optional = OPERATIONS[op].optional
+        return {"observes": list(optional)} if optional else {}
 
     def ls_decode_request(self, method: str, raw_b64: str) -> dict[str, Any]:
         rpc = RPCS.get(method)

@@ -1,4 +1,4 @@
-"""Fixtures shared by the engine tests: one loopback image server per module."""
+"""Fixtures shared by the engine tests: one loopback image server per module, a fake LS and a client on it."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from fakels.server import FakeLSThread
+from tests.engine.cascade_support import CSRF, Harness
 from tests.support.image_server import ImageServer, serve_images
 
 
@@ -20,3 +22,18 @@ def fresh(server: ImageServer) -> ImageServer:
     """The module's image server with its request log cleared."""
     server.requests.clear()
     return server
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeLSThread]:
+    """A fake LS with no script (modules that script one define their own ``fake``)."""
+    with FakeLSThread(csrf_token=CSRF) as server:
+        yield server
+
+
+@pytest.fixture
+def harness(fake: FakeLSThread) -> Iterator[Harness]:
+    """A Cascade client on ``fake``, closed after the test."""
+    h = Harness(fake)
+    yield h
+    h.client.close()

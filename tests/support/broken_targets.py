@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from conformance.targets.reference import ReferenceTarget
+from engine.pool import ConversationPool, PoolEntry
 
 
 class DropsUnknownFields(ReferenceTarget):
@@ -35,3 +38,149 @@ def drops_unknown_fields() -> DropsUnknownFields:
 
 def decode_only() -> DecodeOnly:
     return DecodeOnly()
+
+
+# ---------------------------------------------------------------------------- verdict meta-tests
+
+
+class RaisesOnEveryCall(ReferenceTarget):
+    """Every operation crashes: every invariant it can be asked about must end as an error."""
+
+    def ls_decode_request(self, method: str, raw_b64: str) -> dict[str, Any]:
+        raise RuntimeError("this target crashes on every call")
+
+    def engine_parse_generator_metadata(self, raw_b64: str) -> dict[str, Any]:
+        raise RuntimeError("this target crashes on every call")
+
+
+class RejectsEverything(ReferenceTarget):
+    """A decoder that rejects every request, valid or not: WIRE-1 must fail."""
+
+    def ls_decode_request(self, method: str, raw_b64: str) -> dict[str, Any]:
+        return {"rejected": "proto: cannot parse invalid wire-format data"}
+
+
+class TwoDecoderBugs(ReferenceTarget):
+    """Two distinct WIRE-1 defects: SendUserCascadeMessage is rejected, and StartCascade loses its
+    metadata. The run must show both, each with its own minimal case."""
+
+    def ls_decode_request(self, method: str, raw_b64: str) -> dict[str, Any]:
+        if method == "SendUserCascadeMessage":
+            return {"rejected": "unsupported message"}
+        result = super().ls_decode_request(method, raw_b64)
+        if method == "StartCascade" and "fields" in result:
+            result["fields"].pop("metadata", None)
+        return result
+
+
+class _ZeroingPool(ConversationPool):
+    """Checks every entry in with generator offset 0: each resumed turn reads its cascade's
+    generator metadata from 0 again (the seed's coerced-to-0 defect, billing records twice)."""
+
+    def checkin(self, fps: Any, entry: PoolEntry | None, *args: Any, **kwargs: Any) -> None:
+        super().checkin(fps, None if entry is None else replace(entry, generator_offset=0), *args, **kwargs)
+
+
+class _ForgetfulPool(ConversationPool):
+    """Never finds a conversation again: every turn starts a fresh cascade."""
+
+    def checkout(self, *args: Any, **kwargs: Any) -> PoolEntry | None:
+        return None
+
+
+class DoubleBills(ReferenceTarget):
+    def _new_pool(self) -> ConversationPool:
+        return _ZeroingPool()
+
+
+class NeverResumes(ReferenceTarget):
+    def _new_pool(self) -> ConversationPool:
+        return _ForgetfulPool()
+
+
+class ReportsNullOffsets(ReferenceTarget):
+    """Reads its windows correctly but reports every generator offset as null: the OFF verdicts come
+    from the wire, so OFF-2..4 must still pass."""
+
+    def engine_play_turns(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        played = super().engine_play_turns(*args, **kwargs)
+        return {"turns": [{**turn, "generator_offset_next": None} for turn in played["turns"]]}
+
+
+class WithoutCounters(ReferenceTarget):
+    """Builds correctly but has no history-image counters: it declares it observes none and leaves
+    them out, so the counter parts are reported as not exposed (partial), never judged."""
+
+    def capabilities(self, op: str) -> Mapping[str, Any]:
+        if op == "engine.build_send_request":
+            return {}
+        return super().capabilities(op)
+
+    def engine_build_send_request(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        built = super().engine_build_send_request(*args, **kwargs)
+        return {"request_b64": built["request_b64"]}
+
+
+class InventsZeroCounters(WithoutCounters):
+    """Declares no counters yet returns them: an undeclared field is an error, never silently used."""
+
+    def engine_build_send_request(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        built = super().engine_build_send_request(*args, **kwargs)
+        return {
+            **built,
+            "attached": 0,
+            "drops": dict.fromkeys(("cap", "bytes", "truncated", "no_vision", "unextractable"), 0),
+        }
+
+
+class UnknownCapability(ReferenceTarget):
+    def capabilities(self, op: str) -> Mapping[str, Any]:
+        return {"observe": ["attached"]} if op == "engine.build_send_request" else super().capabilities(op)
+
+
+class PrintsToStdout(ReferenceTarget):
+    """Served through ``python -m conformance.adapter``, it writes a log line to stdout mid-run."""
+
+    def ls_decode_request(self, method: str, raw_b64: str) -> dict[str, Any]:
+        print(f"decoding {method}", flush=True)
+        return super().ls_decode_request(method, raw_b64)
+
+
+def raises_on_every_call() -> RaisesOnEveryCall:
+    return RaisesOnEveryCall()
+
+
+def rejects_everything() -> RejectsEverything:
+    return RejectsEverything()
+
+
+def two_decoder_bugs() -> TwoDecoderBugs:
+    return TwoDecoderBugs()
+
+
+def double_bills() -> DoubleBills:
+    return DoubleBills()
+
+
+def never_resumes() -> NeverResumes:
+    return NeverResumes()
+
+
+def reports_null_offsets() -> ReportsNullOffsets:
+    return ReportsNullOffsets()
+
+
+def without_counters() -> WithoutCounters:
+    return WithoutCounters()
+
+
+def invents_zero_counters() -> InventsZeroCounters:
+    return InventsZeroCounters()
+
+
+def unknown_capability() -> UnknownCapability:
+    return UnknownCapability()
+
+
+def prints_to_stdout() -> PrintsToStdout:
+    return PrintsToStdout()

@@ -4,7 +4,7 @@ The generated ``*_pb2.py`` / ``*_pb2.pyi`` / ``*_pb2_grpc.py`` files are committ
 ``pip install`` needs nothing beyond PyPI wheels; ``tests/test_proto_generation.py`` proves that
 regenerating them with the pinned grpcio-tools reproduces the committed bytes.
 
-Run ``python -m fakels.proto._generate`` from the repository root after editing a ``.proto``.
+Run ``python -m fakels.proto.generate`` from the repository root after editing a ``.proto``.
 """
 
 from __future__ import annotations

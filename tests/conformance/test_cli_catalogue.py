@@ -1,0 +1,132 @@
+"""`cascade-conformance list` and `run --only` over the whole catalogue, and Hypothesis's storage
+kept out of the user's working directory."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance.catalogue import CATALOGUE
+from conformance.cli import main
+from conformance.properties import properties
+
+NOTHING = "python:tests.support.plugin_targets:implements_nothing"  # every invariant: not checkable, at once
+
+
+def _blocks(listing: str) -> dict[str, list[str]]:
+    """The lines of each invariant in ``list``'s output, by ID."""
+    blocks: dict[str, list[str]] = {}
+    current = ""
+    for line in listing.splitlines():
+        head = line.split(maxsplit=1)
+        if line.startswith("  ") and not line.startswith("   ") and head and head[0] in CATALOGUE:
+            current = head[0]
+            blocks[current] = [head[1]]
+        elif line.startswith("           ") and current:
+            blocks[current].append(line.strip())
+        else:
+            current = ""
+    return blocks
+
+
+def test_list_shows_all_invariants_wrapped_between_words(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 100
+    blocks = _blocks(out)
+    assert list(blocks) == list(CATALOGUE)
+    registered = properties()
+    for inv_id, lines in blocks.items():
+        status = lines[-1]
+        if inv_id in registered:
+            assert status.startswith("needs: "), inv_id
+            status_lines = [i for i, line in enumerate(lines) if line.startswith("needs: ")]
+            statement_lines = lines[: status_lines[0]]
+        else:
+            assert status == "not yet implemented", inv_id
+            statement_lines = lines[:-1]
+        # Joined at the line breaks with single spaces, the lines give back the statement: no word was cut.
+        assert " ".join(statement_lines) == CATALOGUE[inv_id].statement
+    assert out.splitlines()[-1] == (
+        f"{len(CATALOGUE)} invariants: {len(registered)} implemented, "
+        f"{len(CATALOGUE) - len(registered)} not yet implemented"
+    )
+
+
+def test_only_takes_ids_and_families_in_any_case(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--target", NOTHING, "--only", "wire-1,Img-3,off", "--report", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    shown = [line.split()[0] for line in out.splitlines() if line.split() and line.split()[0] in CATALOGUE]
+    assert shown == ["WIRE-1", "IMG-3", "OFF-1", "OFF-2", "OFF-3", "OFF-4", "OFF-5"]
+    assert "not yet implemented" not in out
+
+
+def test_the_default_run_says_how_many_invariants_are_not_yet_implemented(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", "--target", NOTHING, "--report", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    missing = len(CATALOGUE) - len(properties())
+    assert missing > 0
+    lines = [line for line in out.splitlines() if "not yet implemented" in line]
+    assert lines == [
+        f"{missing} of {len(CATALOGUE)} catalogue invariants are not yet implemented (SO, ACC, STORE, ATT): "
+        "`cascade-conformance list` shows them"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("only", "message"),
+    [
+        ("so", "SO has no property yet: not yet implemented in this kit; implemented: WIRE, IMG, OFF"),
+        ("WIRE-1,att-2", "ATT-2 has no property yet: not yet implemented in this kit; implemented: WIRE, IMG, OFF"),
+        ("nope", "'nope' is neither an invariant ID nor a family (families: WIRE, IMG, OFF, SO, ACC, STORE, ATT)"),
+    ],
+)
+def test_a_name_without_a_property_is_one_usage_line(only: str, message: str, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "conformance.cli", "run", "--only", only],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [f"cascade-conformance: {message}"]
+
+
+def _cli(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "conformance.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=cwd,
+    )
+
+
+def test_the_cli_keeps_hypothesis_storage_out_of_the_working_directory(tmp_path: Path) -> None:
+    done = _cli(tmp_path, "run", "--only", "WIRE-1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not (tmp_path / ".hypothesis").exists()
+    # Hypothesis did write storage (so the check above means something): under the report folder.
+    assert (tmp_path / "reports" / "conformance" / "hypothesis" / "constants").is_dir()
+    chosen = _cli(tmp_path, "run", "--only", "WIRE-1", "--report", "r", "--cache-dir", "cache")
+    assert chosen.returncode == 0, chosen.stdout + chosen.stderr
+    assert (tmp_path / "cache" / "constants").is_dir()
+    assert not (tmp_path / "r" / "hypothesis").exists()
+    assert not (tmp_path / ".hypothesis").exists()
+    case = tmp_path / "r" / "case.json"
+    case.write_text(
+        '{"format": "cascade-conformance-case", "version": 1, "invariant": "WIRE-1", "case": {"method": '
+        '"AddTrackedWorkspace", "raw_hex": "0a0178", "expected": {"workspace": "x"}}}',
+        encoding="utf-8",
+    )
+    replayed = _cli(tmp_path, "replay", str(case))
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert not (tmp_path / ".hypothesis").exists()

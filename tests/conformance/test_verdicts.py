@@ -1,0 +1,189 @@
+"""Verdicts you can trust: deliberately broken targets run through the real runner and the real CLI.
+
+Each target in :mod:`tests.support.broken_targets` has one known defect (or one legitimate gap);
+each test states the verdict the kit must reach on it. No verdict comes from what a target reports
+about itself, and no failure is hidden behind another.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conformance.properties import properties
+from conformance.runner import Result, RunOptions, Status, run_property
+from conformance.targets import Target, TargetSpecError, load_target
+
+BROKEN = "python:tests.support.broken_targets"
+CLI = [sys.executable, "-m", "conformance.cli"]
+
+
+@pytest.fixture
+def open_target(request: pytest.FixtureRequest) -> Iterator[Target]:
+    target = load_target(f"{BROKEN}:{request.param}")
+    yield target
+    target.close()
+
+
+def _run(invariant: str, factory: str) -> Result:
+    target = load_target(f"{BROKEN}:{factory}")
+    try:
+        return run_property(properties()[invariant], target, RunOptions(profile="ci"))
+    finally:
+        target.close()
+
+
+def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, "run", "--report", str(tmp_path / "report"), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+
+
+# ---------------------------------------------------------------------------- errors, never passes
+
+
+@pytest.mark.parametrize("invariant", ["WIRE-1", "WIRE-2", "OFF-1"])
+def test_a_target_raising_on_every_call_errors(invariant: str) -> None:
+    result = _run(invariant, "raises_on_every_call")
+    assert result.status == Status.ERROR, (result.status, result.message)
+    assert "crashes on every call" in result.message
+    assert not result.status.ok
+
+
+def test_a_target_writing_non_protocol_lines_on_stdout_errors(tmp_path: Path) -> None:
+    done = _cli(
+        tmp_path,
+        "--target",
+        f"exec:{sys.executable} -m conformance.adapter {BROKEN}:prints_to_stdout",
+        "--only",
+        "WIRE-1",
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "WIRE-1   error" in done.stdout, done.stdout
+    report = (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
+    assert "not JSON" in report
+    assert "decoding " in report  # the offending line is shown
+
+
+# ---------------------------------------------------------------------------- real defects fail
+
+
+def test_a_target_rejecting_every_valid_request_fails_wire_1() -> None:
+    result = _run("WIRE-1", "rejects_everything")
+    assert result.status == Status.FAIL, (result.status, result.message)
+    assert "a valid client encoding was rejected" in result.message
+    assert result.case is not None
+
+
+def test_a_double_billing_target_fails_off_4() -> None:
+    result = _run("OFF-4", "double_bills")
+    assert result.status == Status.FAIL, (result.status, result.message)
+    assert "billed more than once" in result.message
+
+
+def test_distinct_failures_are_all_reported_each_with_its_minimal_case() -> None:
+    result = _run("WIRE-1", "two_decoder_bugs")
+    assert result.status == Status.FAIL
+    assert len(result.failures) == 2, [f.message for f in result.failures]
+    by_method = {f.case["method"]: f for f in result.failures if f.case is not None}
+    assert set(by_method) == {"SendUserCascadeMessage", "StartCascade"}
+    assert "was rejected" in by_method["SendUserCascadeMessage"].message
+    assert "decoded fields differ" in by_method["StartCascade"].message
+    assert result.line == "fail (2 distinct failures)"
+
+
+def test_the_cli_saves_and_shows_every_distinct_failure(tmp_path: Path) -> None:
+    done = _cli(tmp_path, "--target", f"{BROKEN}:two_decoder_bugs", "--only", "WIRE-1")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "fail (2 distinct failures)" in done.stdout
+    cases = sorted((tmp_path / "report" / "cases").glob("*.json"))
+    assert [c.name for c in cases] == ["wire-1-2.json", "wire-1.json"]
+    methods = {json.loads(c.read_text(encoding="utf-8"))["case"]["method"] for c in cases}
+    assert methods == {"SendUserCascadeMessage", "StartCascade"}
+    report = (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
+    assert "Failure 1 of 2" in report
+    assert "Failure 2 of 2" in report
+    assert report.count("cascade-conformance replay") == 2
+    junit = (tmp_path / "report" / "junit.xml").read_text(encoding="utf-8")
+    assert "2 distinct failures" in junit
+    for case in cases:
+        replayed = subprocess.run(
+            [*CLI, "replay", str(case), "--target", f"{BROKEN}:two_decoder_bugs"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert replayed.returncode == 1, replayed.stdout + replayed.stderr
+        assert "WIRE-1   fail" in replayed.stdout
+
+
+# ---------------------------------------------------------------------------- no false failures
+
+
+@pytest.mark.parametrize("invariant", ["OFF-2", "OFF-3", "OFF-4"])
+def test_a_target_reporting_null_offsets_but_reading_correctly_passes(invariant: str) -> None:
+    result = _run(invariant, "reports_null_offsets")
+    assert result.status == Status.PASS, (result.status, result.message, result.case)
+
+
+def test_a_target_that_never_resumes_is_not_checkable_on_img_6() -> None:
+    result = _run("IMG-6", "never_resumes")
+    assert result.status == Status.NOT_CHECKABLE, (result.status, result.message)
+    assert "never resumed turn 1's cascade" in result.message
+    assert result.examples == 20
+
+
+# ---------------------------------------------------------------------------- fields a target cannot give
+
+
+@pytest.mark.parametrize("invariant", ["IMG-3", "IMG-5", "IMG-7", "IMG-8"])
+def test_a_target_without_counters_gets_partial_passes(invariant: str) -> None:
+    result = _run(invariant, "without_counters")
+    assert result.status == Status.PARTIAL, (result.status, result.message)
+    assert result.message == "partial: history-image counters (attached, drops) not exposed by the target"
+    assert result.line.startswith("pass (partial: ")
+
+
+@pytest.mark.parametrize("invariant", ["IMG-1", "IMG-2"])
+def test_invariants_that_need_no_counters_pass_fully_without_them(invariant: str) -> None:
+    assert _run(invariant, "without_counters").status == Status.PASS
+
+
+def test_an_invariant_about_the_counters_is_not_checkable_without_them() -> None:
+    result = _run("IMG-4", "without_counters")
+    assert result.status == Status.NOT_CHECKABLE, (result.status, result.message)
+    assert "does not expose the history-image counters" in result.message
+
+
+def test_undeclared_result_fields_are_an_error_not_silently_used() -> None:
+    result = _run("IMG-3", "invents_zero_counters")
+    assert result.status == Status.ERROR, (result.status, result.message)
+    assert "outside its schema" in result.message
+    assert "observes" in result.message
+
+
+def test_unknown_capabilities_are_refused_when_the_target_loads() -> None:
+    with pytest.raises(TargetSpecError, match=r"bad capabilities for engine\.build_send_request.*'observe'"):
+        load_target(f"{BROKEN}:unknown_capability")
+
+
+def test_partial_passes_show_in_the_run_line_the_report_and_junit(tmp_path: Path) -> None:
+    done = _cli(tmp_path, "--target", f"{BROKEN}:without_counters", "--only", "IMG-3,IMG-4")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "IMG-3    pass (partial: history-image counters" in done.stdout
+    assert "IMG-4    not checkable" in done.stdout
+    report = (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
+    assert "| IMG-3 | pass (partial: history-image counters (attached, drops) not exposed by the target) |" in report
+    junit = (tmp_path / "report" / "junit.xml").read_text(encoding="utf-8")
+    assert 'value="pass (partial: history-image counters' in junit
