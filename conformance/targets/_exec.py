@@ -138,9 +138,7 @@ class ExecTarget:
         try:
             return check_result(op, answer, self.description, observed(self.capabilities(op)))
         except TargetError as exc:
-            shown = json.dumps(answer, ensure_ascii=False)
-            shown = shown if len(shown) <= 400 else shown[:400] + f"... ({len(shown)} characters)"
-            raise TargetError(f"{exc}\nthe answer was: {shown}{self._stderr_note()}") from None
+            raise TargetError(f"{exc}{self._stderr_note()}") from None
 
     def _request(self, op: str, params: dict[str, Any]) -> Any:
         with self._lock:

@@ -1,6 +1,6 @@
 """The pytest plugin end to end: a real inner pytest run (``pytester``) with the plugin loaded from
 its ``pytest11`` entry point, against small deliberately built targets
-(tests/support/plugin_targets.py). Each run selects one or two cheap invariants."""
+(tests/support/broken_targets.py). Each run selects one or two cheap invariants."""
 
 from __future__ import annotations
 
@@ -15,14 +15,14 @@ pytest_plugins = ["pytester"]
 
 # The inner runs are in process (fast); pytester drops the modules a run imported when it ends, and
 # a property module imported twice would register its properties twice: import them here, once.
-for _module in ("conformance.cli", "conformance.runner", "tests.support.plugin_targets"):
+for _module in ("conformance.cli", "conformance.runner", "tests.support.broken_targets"):
     importlib.import_module(_module)
 properties()
 
-FORGETS_FIELDS = "python:tests.support.plugin_targets:forgets_fields"
-IMPLEMENTS_NOTHING = "python:tests.support.plugin_targets:implements_nothing"
-RAISES = "python:tests.support.plugin_targets:raises_on_every_call"
-NO_COUNTERS = "python:tests.support.plugin_targets:no_counters"
+FORGETS_FIELDS = "python:tests.support.broken_targets:forgets_fields"
+IMPLEMENTS_NOTHING = "python:tests.support.broken_targets:implements_nothing"
+RAISES = "python:tests.support.broken_targets:raises_on_every_call"
+NO_COUNTERS = "python:tests.support.broken_targets:without_counters"
 
 
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
@@ -121,7 +121,7 @@ def test_a_target_that_errors_fails_saying_so(pytester: pytest.Pytester) -> None
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     assert "WIRE-1: the target errored (it crashed, hung or broke the protocol)" in out
-    assert "this gateway's decoder is broken" in out
+    assert "this target crashes on every call" in out
 
 
 def test_a_partial_pass_passes_and_shows_what_was_not_judged(pytester: pytest.Pytester) -> None:

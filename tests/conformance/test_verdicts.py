@@ -75,6 +75,25 @@ def test_a_target_writing_non_protocol_lines_on_stdout_errors(tmp_path: Path) ->
     assert "decoding " in report  # the offending line is shown
 
 
+def test_a_hanging_adapter_errors_with_its_stderr(tmp_path: Path) -> None:
+    adapter = f"exec:{sys.executable} -m conformance.adapter {BROKEN}:hangs_on_decode"
+    done = _cli(tmp_path, "--target", adapter, "--only", "WIRE-1", "--call-timeout", "2")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "WIRE-1   error" in done.stdout, done.stdout
+    assert "no answer to ls.decode_request within 2.0 s" in done.stdout
+    assert "hanging on " in done.stdout  # the adapter's stderr tail
+
+
+def test_an_adapter_answering_undeclared_fields_errors_showing_the_answer(tmp_path: Path) -> None:
+    adapter = f"exec:{sys.executable} -m conformance.adapter {BROKEN}:invents_zero_counters"
+    done = _cli(tmp_path, "--target", adapter, "--only", "IMG-1")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "IMG-1    error" in done.stdout, done.stdout
+    report = (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
+    assert "outside its schema" in report
+    assert '"attached": 0' in report  # the offending answer
+
+
 # ---------------------------------------------------------------------------- real defects fail
 
 

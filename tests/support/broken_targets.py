@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import base64
+import sys
+import time
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from conformance.targets.reference import ReferenceTarget
 from engine.pool import ConversationPool, PoolEntry
+from fakels.decoder import RequestDecodeError, decode
+from fakels.rpcs import RPCS
 
 
 class DropsUnknownFields(ReferenceTarget):
@@ -41,6 +46,29 @@ def decode_only() -> DecodeOnly:
 
 
 # ---------------------------------------------------------------------------- verdict meta-tests
+
+
+class ForgetsFields:
+    """Implements only ``ls.decode_request``, and decodes wrongly: it reports the unknown fields but
+    forgets every known one. WIRE-1 fails on it; WIRE-2 (unknown fields only) passes."""
+
+    def ls_decode_request(self, method: str, raw_b64: str) -> dict[str, Any]:
+        rpc = RPCS.get(method)
+        if rpc is None:
+            return {"rejected": f"unknown method {method!r}"}
+        try:
+            decoded = decode(rpc.request_type, base64.b64decode(raw_b64))
+        except RequestDecodeError as exc:
+            return {"rejected": str(exc)}
+        return {"fields": {}, "unknown": [u.to_json() for u in decoded.unknown]}
+
+
+class ImplementsNothing:
+    """Implements no operation of the suite: every invariant is not checkable on it."""
+
+    def greet(self) -> str:
+        return "hello"
+
 
 
 class RaisesOnEveryCall(ReferenceTarget):
@@ -184,3 +212,24 @@ def unknown_capability() -> UnknownCapability:
 
 def prints_to_stdout() -> PrintsToStdout:
     return PrintsToStdout()
+
+
+class HangsOnDecode(ReferenceTarget):
+    """Served through ``python -m conformance.adapter``, it never answers a decode in time."""
+
+    def ls_decode_request(self, method: str, raw_b64: str) -> dict[str, Any]:
+        print(f"hanging on {method}", file=sys.stderr, flush=True)
+        time.sleep(60)
+        return super().ls_decode_request(method, raw_b64)
+
+
+def hangs_on_decode() -> HangsOnDecode:
+    return HangsOnDecode()
+
+
+def forgets_fields() -> ForgetsFields:
+    return ForgetsFields()
+
+
+def implements_nothing() -> ImplementsNothing:
+    return ImplementsNothing()
