@@ -45,6 +45,29 @@ class Target(Protocol):
     def close(self) -> None: ...
 
 
+class DeclaredOperations:
+    """What every target kind shares: the operations and capabilities it declared, and the checks
+    before a call (the operation is implemented; the kit's own arguments match the schema)."""
+
+    _ops: frozenset[str] = frozenset()
+    _caps: dict[str, dict[str, Any]]
+
+    @property
+    def description(self) -> str:
+        raise NotImplementedError
+
+    def operations(self) -> frozenset[str]:
+        return self._ops
+
+    def capabilities(self, op: str) -> Mapping[str, Any]:
+        return dict(self._caps.get(op, {}))
+
+    def _before_call(self, op: str, params: Mapping[str, Any]) -> None:
+        if op not in self._ops:
+            raise TargetError(f"{self.description} does not implement {op}")
+        check_params(op, params)
+
+
 def check_params(op: str, params: Mapping[str, Any]) -> None:
     """Arguments the suite sends must match the operation's schema (a kit bug otherwise)."""
     jsonschema.validate(dict(params), operation(op).params)

@@ -9,7 +9,6 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
 from importlib import resources
 from typing import IO, Any
 
@@ -17,10 +16,10 @@ import jsonschema
 
 from conformance.operations import OPERATIONS, PROTOCOL_VERSION
 from conformance.targets._base import (
+    DeclaredOperations,
     TargetError,
     TargetSpecError,
     check_capabilities,
-    check_params,
     check_result,
     observed,
 )
@@ -39,7 +38,7 @@ def protocol_schema() -> dict[str, Any]:
     return schema
 
 
-class ExecTarget:
+class ExecTarget(DeclaredOperations):
     """A child process; requests go to its stdin, one JSON object per line, answers come back on stdout."""
 
     kind = "exec"
@@ -124,16 +123,8 @@ class ExecTarget:
     def description(self) -> str:
         return f"exec:{shlex.join(self._command)}" if not self._ops else self._name
 
-    def operations(self) -> frozenset[str]:
-        return self._ops
-
-    def capabilities(self, op: str) -> Mapping[str, Any]:
-        return dict(self._caps.get(op, {}))
-
     def call(self, op: str, **params: Any) -> dict[str, Any]:
-        if op not in self._ops:
-            raise TargetError(f"{self.description} does not implement {op}")
-        check_params(op, params)
+        self._before_call(op, params)
         answer = self._request(op, params)
         try:
             return check_result(op, answer, self.description, observed(self.capabilities(op)))

@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import importlib
 import traceback
-from collections.abc import Mapping
 from typing import Any
 
 from conformance.operations import OPERATIONS, operation
 from conformance.targets._base import (
+    DeclaredOperations,
     TargetError,
     TargetSpecError,
     check_capabilities,
-    check_params,
     check_result,
     observed,
 )
 
 
-class PythonTarget:
+class PythonTarget(DeclaredOperations):
     """Wraps an object whose methods are named after operations (``ls.serve`` -> ``ls_serve``)."""
 
     kind = "python"
@@ -54,16 +53,8 @@ class PythonTarget:
     def description(self) -> str:
         return self._description
 
-    def operations(self) -> frozenset[str]:
-        return self._ops
-
-    def capabilities(self, op: str) -> Mapping[str, Any]:
-        return dict(self._caps.get(op, {}))
-
     def call(self, op: str, **params: Any) -> dict[str, Any]:
-        if op not in self._ops:
-            raise TargetError(f"{self._description} does not implement {op}")
-        check_params(op, params)
+        self._before_call(op, params)
         method = getattr(self._impl, operation(op).method_name)
         try:
             result = method(**params)
