@@ -12,8 +12,11 @@ from pathlib import Path
 # grpc core logs bind failures itself; the command reports them in one line instead.
 os.environ.setdefault("GRPC_VERBOSITY", "NONE")
 
+from fakels.demo import run_demo
 from fakels.scenario import Scenario, ScenarioError, load_scenario, scenario_to_document
+from fakels.server import LOOPBACK, FakeLS
 from fakels.service import DEFAULT_MAX_REQUEST_BYTES
+from fakels.standin import ports_file, write_standin
 
 
 def _port(text: str) -> int:
@@ -72,8 +75,6 @@ def main(argv: list[str] | None = None) -> int:
             return _serve(args)
         if args.command == "stand-in":
             return _standin(args)
-        from fakels.demo import run_demo
-
         return run_demo()
     except ScenarioError as exc:
         print(f"fakels: {exc}", file=sys.stderr)
@@ -89,8 +90,6 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 async def _serve_async(args: argparse.Namespace, scenario: Scenario) -> int:
-    from fakels.server import LOOPBACK, FakeLS
-
     server = FakeLS(
         port=args.port,
         connect_port=args.connect_port,
@@ -118,8 +117,6 @@ async def _serve_async(args: argparse.Namespace, scenario: Scenario) -> int:
 
 
 def _standin(args: argparse.Namespace) -> int:
-    from fakels.standin import ports_file, write_standin
-
     document = scenario_to_document(load_scenario(args.scenario)) if args.scenario else None
     out = write_standin(
         args.out,

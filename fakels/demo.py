@@ -70,25 +70,17 @@ def play_turn(address: str, token: str, prompt: str, poll_interval_s: float = 0.
             ),
             metadata=md,
         )
+        steps_request = ls.GetCascadeTrajectoryStepsRequest(cascade_id=cascade_id)
         idle = polls = 0
-        steps: list[cortex.CortexTrajectoryStep] = []
         while idle < 2:
             time.sleep(poll_interval_s)
             polls += 1
-            steps = list(
-                stub.GetCascadeTrajectorySteps(
-                    ls.GetCascadeTrajectoryStepsRequest(cascade_id=cascade_id), metadata=md
-                ).steps
-            )
+            stub.GetCascadeTrajectorySteps(steps_request, metadata=md)
             status = stub.GetCascadeTrajectory(
                 ls.GetCascadeTrajectoryRequest(cascade_id=cascade_id), metadata=md
             ).status
             idle = idle + 1 if status == cortex.CASCADE_RUN_STATUS_IDLE else 0
-        steps = list(
-            stub.GetCascadeTrajectorySteps(
-                ls.GetCascadeTrajectoryStepsRequest(cascade_id=cascade_id), metadata=md
-            ).steps
-        )
+        steps = list(stub.GetCascadeTrajectorySteps(steps_request, metadata=md).steps)
         records = stub.GetCascadeTrajectoryGeneratorMetadata(
             ls.GetCascadeTrajectoryGeneratorMetadataRequest(cascade_id=cascade_id), metadata=md
         ).generator_metadata

@@ -13,6 +13,8 @@ from typing import Any, TypeVar
 
 from grpc import aio
 
+from fakels._connect_transport import start_connect_server
+from fakels._control import start_control_server
 from fakels._grpc_transport import start_grpc_server
 from fakels.clock import Clock
 from fakels.journal import Journal
@@ -77,14 +79,10 @@ class FakeLS:
         self._grpc, grpc_port = await start_grpc_server(self.core, LOOPBACK, port)
         bound_connect = bound_control = None
         if connect_port is not None:
-            from fakels._connect_transport import start_connect_server
-
             connect = await start_connect_server(self.core, LOOPBACK, connect_port)
             self._closers.append(connect.close)
             bound_connect = connect.port
         if control_port is not None:
-            from fakels._control import start_control_server
-
             control = await start_control_server(self.core, LOOPBACK, control_port)
             self._closers.append(control.close)
             bound_control = control.port

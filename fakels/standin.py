@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from fakels.scenario import ScenarioError, parse_scenario
+from fakels.server import FakeLS
 
 _TEMPLATE = """#!{python}
 # fakels stand-in language server, written by `fakels stand-in`. Regenerate rather than edit.
@@ -122,8 +123,6 @@ def run_standin(config: dict[str, Any], argv: list[str]) -> int:
 
 
 async def _serve(config: dict[str, Any], args: StandinArgs, scenario: Any) -> int:
-    from fakels.server import FakeLS
-
     journal = config.get("journal")
     server = FakeLS(
         port=args.server_port,

@@ -13,6 +13,7 @@ import pytest
 
 _outcomes: dict[str, str] = {}
 _collect_errors: list[str] = []
+_errors: list[str] = []
 
 
 def pytest_collectreport(report: pytest.CollectReport) -> None:
@@ -21,6 +22,9 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when != "call" and report.failed:
+        # Kept apart from the outcome: a failed call followed by a broken teardown is still an error.
+        _errors.append(report.nodeid)
     if report.when == "call" or report.outcome != "passed":
         # A failure in setup or teardown is an error, not a caught mutation.
         outcome = report.outcome if report.when == "call" else f"error-in-{report.when}"
@@ -48,6 +52,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         "collected": session.testscollected,
         "outcomes": _outcomes,
         "collect_errors": _collect_errors,
+        "errors": sorted(set(_errors)),
         "modules": modules,
     }
     Path(target).write_text(json.dumps(summary), encoding="utf-8")

@@ -3,8 +3,10 @@ tree, run only the spec's tests, and check that they catch it (or that a documen
 survives).
 
 Verdicts are only given on trustworthy evidence: a clean tree, a green baseline with exactly the
-declared pass count, every test run under every mutation, no setup errors, code imported from
-the copy and no files changed behind the runner's back. Otherwise the run stops with exit 2.
+declared pass count, every test run under every mutation, no setup or teardown errors and no skips
+(a test that errors or skips under a mutation did not catch it), code imported from the copy and
+no files changed behind the runner's back. Otherwise the run stops with exit 2. Static checks
+(``static_check`` marker) are never run: they would fail on any edit to an anchored line.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mutations.spec import Mutation, Spec, static_problems
+from mutations.spec import STATIC_CHECK_MARKER, Mutation, Spec, static_problems
 
 EXIT_OK, EXIT_MISBEHAVED, EXIT_NO_VERDICT = 0, 1, 2
 _SNAPSHOT_SKIP = {".git", "__pycache__", ".hypothesis", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
@@ -38,6 +40,7 @@ class TestRun:
     outcomes: dict[str, str]
     collect_errors: list[str]
     modules: dict[str, str | None]
+    phase_errors: list[str] = field(default_factory=list)
 
     def with_outcome(self, outcome: str) -> list[str]:
         return sorted(n for n, o in self.outcomes.items() if o == outcome)
@@ -49,7 +52,9 @@ class TestRun:
 
     @property
     def errors(self) -> list[str]:
-        return sorted(n for n, o in self.outcomes.items() if o.startswith("error"))
+        """Tests with an error in setup or teardown, whatever their call phase did: an error is not a
+        failure, even next to one (pytest reports a failed call with a broken teardown as both)."""
+        return sorted({n for n, o in self.outcomes.items() if o.startswith("error")} | set(self.phase_errors))
 
 
 @dataclass(frozen=True)
@@ -128,10 +133,19 @@ def _verify_mutation(spec: Spec, mutation: Mutation, copy: Path, baseline: TestR
         target.write_bytes(original)
     if run.collect_errors or run.errors:
         raise NoVerdict(
-            f"{mutation.name}: the mutated run had collection or setup errors, so it proves nothing: "
-            f"{(run.collect_errors + run.errors)[:4]}"
+            f"{mutation.name}: the mutated run had collection or setup errors (or errors in teardown), so it "
+            f"proves nothing; an error is not a catch: {(run.collect_errors + run.errors)[:4]}"
         )
-    if run.evidence != baseline.evidence or run.with_outcome("skipped"):
+    if run.with_outcome("skipped"):
+        raise NoVerdict(
+            f"{mutation.name}: the mutated run skipped {run.with_outcome('skipped')[:4]}; a skip is not a catch"
+        )
+    if run.exitstatus not in (0, 1):
+        raise NoVerdict(
+            f"{mutation.name}: pytest ended the mutated run with exit {run.exitstatus} (interrupted, internal or "
+            "usage error), so the outcomes are incomplete"
+        )
+    if run.evidence != baseline.evidence:
         missing = sorted(baseline.evidence - run.evidence)[:4]
         raise NoVerdict(f"{mutation.name}: the mutated run did not run the same tests (missing: {missing})")
     failing = run.with_outcome("failed")
@@ -187,23 +201,28 @@ def _check_baseline(spec: Spec, run: TestRun, copy: Path) -> None:
             )
 
 
+def pytest_command(tests: tuple[str, ...], *options: str) -> list[str]:
+    """The pytest command line of every run over a spec's selection: its tests, never the static
+    checks (see :data:`mutations.spec.STATIC_CHECK_MARKER`), plus ``options``."""
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        f"not {STATIC_CHECK_MARKER}",
+        *options,
+        *tests,
+    ]
+
+
 def _run_tests(spec: Spec, copy: Path, timeout_s: float) -> TestRun:
     with tempfile.TemporaryDirectory(prefix="cascade-mutations-summary-") as tmp:
         summary = Path(tmp) / "summary.json"
-        env = _hermetic_env(copy, summary, Path(tmp))
-        command = [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "mutations._summary_plugin",
-            "-p",
-            "mutations._netdeny_plugin",
-            *spec.tests,
-        ]
+        env = hermetic_env(copy, Path(tmp), CASCADE_MUTATION_SUMMARY=str(summary))
+        command = pytest_command(spec.tests, "-p", "mutations._summary_plugin", "-p", "mutations._netdeny_plugin")
         try:
             done = subprocess.run(
                 command, cwd=copy, env=env, capture_output=True, text=True, timeout=timeout_s, check=False
@@ -224,10 +243,12 @@ def _run_tests(spec: Spec, copy: Path, timeout_s: float) -> TestRun:
         outcomes=data["outcomes"],
         collect_errors=data["collect_errors"],
         modules=data["modules"],
+        phase_errors=data.get("errors", []),
     )
 
 
-def _hermetic_env(copy: Path, summary: Path, tmp: Path) -> dict[str, str]:
+def hermetic_env(copy: Path, tmp: Path, **extra: str) -> dict[str, str]:
+    """The environment of a test run: imports from ``copy`` only, no user settings, and ``extra``."""
     return {
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"]),
         "HOME": str(tmp / "home-that-does-not-exist"),
@@ -240,7 +261,7 @@ def _hermetic_env(copy: Path, summary: Path, tmp: Path) -> dict[str, str]:
         "PYTHONDONTWRITEBYTECODE": "1",
         "HYPOTHESIS_PROFILE": "ci",
         "GRPC_VERBOSITY": "NONE",
-        "CASCADE_MUTATION_SUMMARY": str(summary),
+        **extra,
     }
 
 

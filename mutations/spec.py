@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -11,6 +12,14 @@ from typing import Any
 import jsonschema
 
 SPEC_DIR = Path(__file__).resolve().parent
+
+STATIC_CHECK_MARKER = "static_check"
+"""The pytest marker of checks that read the repository instead of running its code: the specs'
+anchors and counts, configuration, generated files. Such a check fails on any edit to a line it
+reads, so under a mutation it would pass for a catch: mutation runs (``cascade-mutations`` and
+mutmut) deselect it with ``-m "not static_check"``, and no spec may select a file holding one."""
+
+_STATIC_CHECK_USE = re.compile(rf"\bmark\.{STATIC_CHECK_MARKER}\b")
 
 
 class SpecError(ValueError):
@@ -86,6 +95,23 @@ def load_spec(path: Path) -> Spec:
     )
 
 
+def static_check_files(selected: str, root: Path) -> list[str]:
+    """The Python files under a test selection entry (a file, a folder, or a node ID in a file) that
+    apply the ``static_check`` marker (``pytest.mark.static_check`` written in the file itself)."""
+    path = root / selected.split("::", 1)[0]
+    if path.is_dir():
+        candidates = sorted(p for p in path.rglob("*.py") if "__pycache__" not in p.parts)
+    elif path.is_file():
+        candidates = [path]
+    else:
+        return []
+    return [
+        p.relative_to(root).as_posix()
+        for p in candidates
+        if _STATIC_CHECK_USE.search(p.read_text(encoding="utf-8", errors="replace"))
+    ]
+
+
 def static_problems(spec: Spec, root: Path, known_invariants: set[str]) -> list[str]:
     """Everything wrong with ``spec`` that can be seen without running a test."""
     problems: list[str] = []
@@ -96,6 +122,13 @@ def static_problems(spec: Spec, root: Path, known_invariants: set[str]) -> list[
         test_file = test.split("::", 1)[0]
         if not (root / test_file).is_file():
             problems.append(f"test file {test_file} does not exist")
+        static = static_check_files(test, root)
+        if static:
+            problems.append(
+                f"the test selection {test!r} includes static checks ({', '.join(static[:3])}): a static check "
+                "fails on any edit to a line it reads, so it would pass for a catch; select behavioural tests only "
+                f"(static checks carry the {STATIC_CHECK_MARKER} marker and never run under a mutation)"
+            )
     for m in spec.mutations:
         where = f"mutation {m.name!r}"
         if m.replacement == m.anchor:

@@ -25,6 +25,7 @@ from mutations.mutmut_score import (
     parse_accepted,
     triage,
 )
+from mutations.spec import STATIC_CHECK_MARKER, static_check_files
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,6 +37,7 @@ def _mutmut_config() -> dict[str, Any]:
     return section
 
 
+@pytest.mark.static_check
 def test_mutmut_config_names_sources_and_in_process_tests() -> None:
     config = _mutmut_config()
     assert config["source_paths"], "source_paths must be set (mutmut's guess picks lib/ or src/)"
@@ -52,6 +54,17 @@ def test_mutmut_config_names_sources_and_in_process_tests() -> None:
     assert "tests_dir" not in config, "deprecated: pytest_add_cli_args_test_selection"
 
 
+@pytest.mark.static_check
+def test_mutmut_never_runs_static_checks() -> None:
+    """A static check fails on any edit to a line it reads: mutmut would count it as a kill."""
+    config = _mutmut_config()
+    args = config["pytest_add_cli_args"]
+    assert ["-m", f"not {STATIC_CHECK_MARKER}"] in [args[i : i + 2] for i in range(len(args) - 1)], args
+    for selected in config["pytest_add_cli_args_test_selection"]:
+        assert static_check_files(selected, ROOT) == [], f"{selected} holds static checks"
+
+
+@pytest.mark.static_check
 def test_generated_protos_are_not_mutated_and_mutants_dir_is_never_collected() -> None:
     config = _mutmut_config()
     assert any(p.startswith("fakels/proto") for p in config["do_not_mutate"])
@@ -60,6 +73,7 @@ def test_generated_protos_are_not_mutated_and_mutants_dir_is_never_collected() -
     assert pytest_ini["testpaths"] == ["tests"]
 
 
+@pytest.mark.static_check
 def test_accepted_survivor_list_parses_and_every_entry_has_a_reason() -> None:
     data = json.loads((ROOT / ACCEPTED_PATH).read_text(encoding="utf-8"))
     entries = parse_accepted(data)
