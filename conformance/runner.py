@@ -121,11 +121,9 @@ def hypothesis_settings(options: RunOptions, prop: Property) -> settings:
 
 
 def run_property(prop: Property, target: Target, options: RunOptions) -> Result:
-    missing = sorted(prop.needs - target.operations())
-    if missing:
-        return Result(
-            prop.invariant, Status.NOT_CHECKABLE, f"not checkable on this target: it lacks {', '.join(missing)}"
-        )
+    lacking = _lacking(prop, target)
+    if lacking is not None:
+        return lacking
     seen = _Seen()
 
     def attempt(case: Case) -> None:
@@ -160,7 +158,7 @@ def run_property(prop: Property, target: Target, options: RunOptions) -> Result:
         message = f"not checkable on this target: in all {seen.examples} examples {reasons}"
         return Result(prop.invariant, Status.NOT_CHECKABLE, message, seconds=seconds, examples=seen.examples)
     if seen.unobserved:
-        message = f"partial: {', '.join(sorted(seen.unobserved))} not exposed by the target"
+        message = _partial(seen.unobserved)
         return Result(prop.invariant, Status.PARTIAL, message, seconds=seconds, examples=checked)
     return Result(prop.invariant, Status.PASS, seconds=seconds, examples=checked)
 
@@ -208,11 +206,9 @@ def _failure(exc: BaseException, seen: _Seen) -> Failure:
 
 def replay_case(prop: Property, target: Target, case: Case) -> Result:
     """Run one saved case, without Hypothesis."""
-    missing = sorted(prop.needs - target.operations())
-    if missing:
-        return Result(
-            prop.invariant, Status.NOT_CHECKABLE, f"not checkable on this target: it lacks {', '.join(missing)}"
-        )
+    lacking = _lacking(prop, target)
+    if lacking is not None:
+        return lacking
     evidence = Evidence()
     started = time.perf_counter()
     try:
@@ -225,9 +221,21 @@ def replay_case(prop: Property, target: Target, case: Case) -> Result:
         return _failed(prop, [_failure(exc, seen)], time.perf_counter() - started, 1)
     seconds = time.perf_counter() - started
     if evidence.unobserved:
-        message = f"partial: {', '.join(sorted(evidence.unobserved))} not exposed by the target"
+        message = _partial(evidence.unobserved)
         return Result(prop.invariant, Status.PARTIAL, message, case=case, seconds=seconds, examples=1)
     return Result(prop.invariant, Status.PASS, case=case, seconds=seconds, examples=1)
+
+
+def _lacking(prop: Property, target: Target) -> Result | None:
+    """``not checkable`` when the target lacks an operation the property needs."""
+    missing = sorted(prop.needs - target.operations())
+    if not missing:
+        return None
+    return Result(prop.invariant, Status.NOT_CHECKABLE, f"not checkable on this target: it lacks {', '.join(missing)}")
+
+
+def _partial(unobserved: set[str]) -> str:
+    return f"partial: {', '.join(sorted(unobserved))} not exposed by the target"
 
 
 def _failed(prop: Property, failures: list[Failure], seconds: float, examples: int) -> Result:

@@ -172,7 +172,7 @@ def wire_turns(entries: Sequence[Mapping[str, Any]]) -> list[WireTurn]:
             continue
         if not attempts:  # a new turn begins: the stretch after the previous accepted Send ends
             if turns:
-                own, snapshots = split_stretch(stretch, turns[-1])
+                own, snapshots = _split_stretch(stretch, turns[-1])
                 turns[-1].windows.extend(own)
             else:
                 snapshots = list(stretch)
@@ -198,7 +198,7 @@ def wire_turns(entries: Sequence[Mapping[str, Any]]) -> list[WireTurn]:
     return turns
 
 
-def split_stretch(reads: Sequence[Read], turn: WireTurn) -> tuple[list[Read], list[Read]]:
+def _split_stretch(reads: Sequence[Read], turn: WireTurn) -> tuple[list[Read], list[Read]]:
     """A turn's own window reads and the next turn's snapshot reads, from the stretch after its Send."""
     own: list[Read] = []
     snapshot: list[Read] = []
