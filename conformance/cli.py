@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import os
+import shlex
 import shutil
 import sys
 import textwrap
@@ -22,7 +23,15 @@ from conformance.operations import OPERATIONS, PROTOCOL_VERSION, capability_sche
 from conformance.properties import Property, properties
 from conformance.report import replay_command, save_failure_cases, summary_line, write_junit, write_markdown
 from conformance.runner import PROFILES, Result, RunOptions, Status, replay_case, run_property, select
-from conformance.targets import Target, TargetError, TargetSpecError, load_target
+from conformance.targets import (
+    PLACEHOLDERS,
+    HttpTarget,
+    Target,
+    TargetError,
+    TargetSpecError,
+    http_options,
+    load_target,
+)
 
 EXIT_OK, EXIT_UNEXPECTED, EXIT_USAGE = 0, 1, 2
 DEFAULT_REPORT = Path("reports/conformance")
@@ -67,8 +76,82 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _target_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--target", help="python:PKG.MODULE:FACTORY or exec:COMMAND (default: the reference)")
-    parser.add_argument("--call-timeout", type=float, help="seconds an adapter may take per call (default: calibrated)")
+    parser.add_argument(
+        "--target",
+        help="python:PKG.MODULE:FACTORY, exec:COMMAND or http://127.0.0.1:PORT (port 0 with --launch: the kit "
+        "picks one) (default: the reference)",
+    )
+    parser.add_argument(
+        "--call-timeout",
+        type=float,
+        help="seconds an adapter may take per call (default: calibrated), or an HTTP request (default: 120)",
+    )
+    http = parser.add_argument_group("http:// targets (docs/adapters.md, 'Black-box HTTP targets')")
+    http.add_argument(
+        "--launch",
+        metavar="COMMAND",
+        help="start the gateway with this command (split like a shell would) and stop it at the end; placeholders: "
+        + ", ".join(f"{{{name}}} {what}" for name, what in PLACEHOLDERS.items()),
+    )
+    http.add_argument("--launch-cwd", metavar="DIR", help="the launched gateway's working folder")
+    http.add_argument(
+        "--launch-env",
+        metavar="NAME=VALUE",
+        action="append",
+        default=[],
+        help="an environment variable for the launched gateway (repeatable; placeholders filled)",
+    )
+    http.add_argument(
+        "--ls-wiring",
+        choices=("dial", "spawn", "none"),
+        help="dial: the gateway dials the kit's fake LS ({ls_address}); spawn: it spawns the kit's stand-in "
+        "binary ({ls_binary}); none: no LS checks (default with --launch: dial)",
+    )
+    http.add_argument(
+        "--api-key",
+        action="append",
+        default=[],
+        help="an API key the gateway accepts (repeatable: each is a caller; default: conformance-key)",
+    )
+    http.add_argument("--model", help="the model name requests use (default: claude-sonnet-4-6)")
+    http.add_argument("--ledger-path", metavar="PATH", help="where the gateway serves the kit's ledger (/v1/ledger)")
+    http.add_argument(
+        "--ready-timeout", type=float, metavar="S", help="seconds the launched gateway has to answer (default: 30)"
+    )
+
+
+def _load_target(args: argparse.Namespace) -> Target:
+    http = http_options(
+        args.target,
+        launch=args.launch,
+        launch_cwd=args.launch_cwd,
+        launch_env=args.launch_env,
+        ls_wiring=args.ls_wiring,
+        api_keys=args.api_key,
+        model=args.model,
+        ledger_path=args.ledger_path,
+        ready_timeout_s=args.ready_timeout,
+    )
+    return load_target(args.target, call_timeout_s=args.call_timeout, http=http)
+
+
+def _http_flags(args: argparse.Namespace) -> str:
+    """The http:// target's options as command-line words, for the replay commands printed."""
+    words: list[str] = []
+    for flag, value in (
+        ("--launch", args.launch),
+        ("--launch-cwd", args.launch_cwd),
+        ("--ls-wiring", args.ls_wiring),
+        ("--model", args.model),
+        ("--ledger-path", args.ledger_path),
+        ("--ready-timeout", args.ready_timeout),
+    ):
+        if value is not None:
+            words += [flag, str(value)]
+    for flag, values in (("--launch-env", args.launch_env), ("--api-key", args.api_key)):
+        for value in values:
+            words += [flag, value]
+    return f" {shlex.join(words)}" if words else ""
 
 
 def _cache_option(parser: argparse.ArgumentParser, default: str) -> None:
@@ -147,7 +230,7 @@ def _run(args: argparse.Namespace) -> int:
 def _run_with_logging_set(args: argparse.Namespace) -> int:
     chosen = select(args.only.split(",") if args.only else None)
     known = load_known_failures(args.known_failures) if args.known_failures else {}
-    target = load_target(args.target, call_timeout_s=args.call_timeout)
+    target = _load_target(args)
     cache = args.cache_dir or args.report / "hypothesis"
     options = RunOptions(profile=args.profile, seed=args.seed, database=cache / "examples")
     results: list[Result] = []
@@ -160,6 +243,7 @@ def _run_with_logging_set(args: argparse.Namespace) -> int:
             results.append(result)
     finally:
         target.close()
+    gateway_log = _save_gateway_output(target, args.report)
     cases = save_failure_cases(results, args.report, target.description)
     junit = write_junit(results, args.report / "junit.xml", target.description)
     markdown = write_markdown(results, args.report / "report.md", target.description, args.target, cases)
@@ -174,15 +258,26 @@ def _run_with_logging_set(args: argparse.Namespace) -> int:
             if any(r.status == s for r in results)
         )
     )
-    print(f"reports: {markdown} {junit}")
+    print(f"reports: {markdown} {junit}" + (f" {gateway_log}" if gateway_log else ""))
     for result in unexpected:
         messages = [f.message for f in result.failures] or [result.message]
         for number, message in enumerate(messages, start=1):
             counter = f" [{number}/{len(messages)}]" if len(messages) > 1 else ""
             print(f"\n{result.invariant.id} {result.status.value}{counter}: {message}")
         for path in cases.get(result.invariant.id, []):
-            print(f"  replay: {replay_command(path, args.target)}")
+            print(f"  replay: {replay_command(path, args.target)}{_http_flags(args)}")
     return EXIT_UNEXPECTED if unexpected else EXIT_OK
+
+
+def _save_gateway_output(target: Target, report: Path) -> Path | None:
+    """What a launched gateway wrote to stdout and stderr, kept beside the report."""
+    output = target.launch_output() if isinstance(target, HttpTarget) else None
+    if output is None:
+        return None
+    report.mkdir(parents=True, exist_ok=True)
+    path = report / "gateway-output.log"
+    path.write_text(output, encoding="utf-8")
+    return path
 
 
 def _run_one(prop: Property, target: Target, options: RunOptions, known: KnownFailure | None) -> Result:
@@ -204,7 +299,7 @@ def _replay(args: argparse.Namespace) -> int:
     prop = properties().get(saved.invariant)
     if prop is None:
         raise KeyError(f"{saved.invariant} has no property in this kit")
-    target = load_target(args.target, call_timeout_s=args.call_timeout)
+    target = _load_target(args)
     try:
         result = replay_case(prop, target, saved.case)
     finally:

@@ -191,7 +191,75 @@ _ENGINE_OPERATIONS = (
     ),
 )
 
-OPERATIONS: dict[str, Operation] = {op.name: op for op in (*_OPERATIONS, *_ENGINE_OPERATIONS)}
+_COUNT = {"type": "integer", "minimum": 0}
+# The kit's ledger document: what a gateway exposes (reference: GET /v1/ledger) for ACC to judge.
+# Token categories are the wire's generator-metadata categories, summed over turns that ran upstream.
+LEDGER_SCHEMA = _object(
+    {
+        "tokens": _object({k: _COUNT for k in ("input", "output", "cache_read", "cache_write")}),
+        "credits": {"type": "number", "minimum": 0},
+        "served": _COUNT,
+        "cache_served": _COUNT,
+        "account_spend": {"type": "object", "additionalProperties": _COUNT},
+        "row_count": _COUNT,
+        "rows": {
+            "type": "array",
+            "items": _object(
+                {
+                    "model": {"type": "string"},
+                    "success": {"type": "boolean"},
+                    "cache_served": {"type": "boolean"},
+                    "credit": {"type": "number", "minimum": 0},
+                }
+            ),
+        },
+    }
+)
+
+_GATEWAY_OPERATIONS = (
+    Operation(
+        name="gateway.start",
+        summary="Start a fresh gateway (empty cache, ledger and pool) whose language server is the one at "
+        "ls_address; answers the API keys (each a caller identity) and the model name to use in requests.",
+        params=_object({"ls_address": {"type": "string"}, "csrf_token": {"type": "string"}}),
+        result=_object(
+            {
+                "api_keys": {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1},
+                "model": {"type": "string", "minLength": 1},
+            }
+        ),
+    ),
+    Operation(
+        name="gateway.chat",
+        summary="Send one OpenAI chat-completions request (the body as given, `stream` included) with "
+        "`Authorization: Bearer api_key`; answers the HTTP status and either the JSON body or, for an event "
+        "stream, the data of every event in order (`[DONE]` included, heartbeat comments left out).",
+        params=_object({"request": {"type": "object"}, "api_key": {"type": "string"}}),
+        result={
+            "oneOf": [
+                _object({"status": {"type": "integer"}, "body": {}}),
+                _object({"status": {"type": "integer"}, "events": {"type": "array", "items": {"type": "string"}}}),
+            ]
+        },
+    ),
+    Operation(
+        name="gateway.ledger",
+        summary="The gateway's accounting ledger in the kit's ledger document (tokens by wire category, "
+        "credits, served and cache-served counts, spend per upstream account, recent request rows).",
+        params=_object({}),
+        result=_object({"ledger": LEDGER_SCHEMA}),
+    ),
+    Operation(
+        name="gateway.stop",
+        summary="Stop the gateway started by gateway.start.",
+        params=_object({}),
+        result=_object({}),
+    ),
+)
+
+OPERATIONS: dict[str, Operation] = {
+    op.name: op for op in (*_OPERATIONS, *_ENGINE_OPERATIONS, *_GATEWAY_OPERATIONS)
+}
 
 
 def capability_schema(op: Operation) -> dict[str, Any]:

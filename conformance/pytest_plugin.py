@@ -3,6 +3,7 @@ implemented invariant of the catalogue to the user's own run.
 
     pytest --cascade-target python:mygateway.conformance:make_target --cascade-only WIRE
     pytest --cascade-target "exec:node adapter.mjs" --cascade-known-failures known.yaml
+    pytest --cascade-target http://127.0.0.1:0 --cascade-launch "my-gateway --port {port} --ls {ls_address}"
 
 Without ``--cascade-target`` the plugin adds nothing. The options are validated once, in
 ``pytest_configure``: a target that cannot be loaded, an unknown or not yet implemented
@@ -32,14 +33,17 @@ import json
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from conformance.known_failures import KnownFailure, KnownFailuresError, load_known_failures
 from conformance.properties import Case, Property
 from conformance.runner import PROFILES, Result, RunOptions, select
-from conformance.targets import Target, TargetError, TargetSpecError, load_target
+from conformance.targets import PLACEHOLDERS, Target, TargetError, TargetSpecError, load_target
+
+if TYPE_CHECKING:
+    from conformance.targets import HttpOptions
 
 SUITE = "cascade-conformance"
 SECTION = "cascade-conformance"
@@ -62,6 +66,33 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--cascade-cache-dir",
         help="where Hypothesis keeps its storage while the suite runs (default: <rootdir>/.cascade-cache)",
     )
+    group.addoption(
+        "--cascade-launch",
+        metavar="COMMAND",
+        help="http:// targets: start the gateway with this command; placeholders: "
+        + ", ".join(f"{{{name}}}" for name in PLACEHOLDERS),
+    )
+    group.addoption("--cascade-launch-cwd", metavar="DIR", help="the launched gateway's working folder")
+    group.addoption(
+        "--cascade-launch-env", metavar="NAME=VALUE", action="append", default=[], help="repeatable; placeholders"
+    )
+    group.addoption("--cascade-ls-wiring", choices=("dial", "spawn", "none"), help="default with a launch: dial")
+    group.addoption("--cascade-api-key", action="append", default=[], help="repeatable (default: conformance-key)")
+    group.addoption("--cascade-model", help="the model name requests use (default: claude-sonnet-4-6)")
+    group.addoption("--cascade-ledger-path", metavar="PATH", help="where the gateway serves the ledger (/v1/ledger)")
+    group.addoption("--cascade-ready-timeout", type=float, metavar="S", help="seconds to answer (default: 30)")
+
+
+_HTTP_OPTIONS = (
+    "--cascade-launch",
+    "--cascade-launch-cwd",
+    "--cascade-launch-env",
+    "--cascade-ls-wiring",
+    "--cascade-api-key",
+    "--cascade-model",
+    "--cascade-ledger-path",
+    "--cascade-ready-timeout",
+)
 
 
 @dataclass(frozen=True)
@@ -83,7 +114,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "invariant(id): the catalogue invariant (e.g. WIRE-1) a test pins")
     spec = config.getoption("--cascade-target")
     if not spec:
-        given = [opt for opt in ("--cascade-only", "--cascade-known-failures") if config.getoption(opt)]
+        needing = ("--cascade-only", "--cascade-known-failures", *_HTTP_OPTIONS)
+        given = [opt for opt in needing if config.getoption(opt) not in (None, "", [])]
         if given:
             verb = "needs" if len(given) == 1 else "need"
             raise pytest.UsageError(
@@ -98,7 +130,7 @@ def pytest_configure(config: pytest.Config) -> None:
     known, pinned = _known_failures(config)
     cache_dir = _cache_dir(config)
     try:
-        target = load_target(None if spec.strip().lower() == "reference" else spec)
+        target = load_target(None if spec.strip().lower() == "reference" else spec, http=_http_options(config, spec))
     except TargetSpecError as exc:
         message = _one_line(exc).replace("leave --target out", "use --cascade-target reference")
         raise pytest.UsageError(f"--cascade-target: {message}") from None
@@ -107,6 +139,25 @@ def pytest_configure(config: pytest.Config) -> None:
     config.add_cleanup(target.close)
     options = RunOptions(profile=config.getoption("--cascade-profile"), database=cache_dir / "examples")
     config.stash[_SUITE_KEY] = _Suite(target, props, known, pinned, options, cache_dir)
+
+
+def _http_options(config: pytest.Config, spec: str) -> HttpOptions | None:
+    cwd = config.getoption("--cascade-launch-cwd")
+    # Loaded here, not at start-up: the HTTP target imports fakels (see conformance.targets).
+    from conformance.targets import http_options
+
+    return http_options(
+        spec,
+        launch=config.getoption("--cascade-launch"),
+        launch_cwd=Path(config.invocation_params.dir, cwd) if cwd else None,
+        launch_env=config.getoption("--cascade-launch-env"),
+        ls_wiring=config.getoption("--cascade-ls-wiring"),
+        api_keys=config.getoption("--cascade-api-key"),
+        model=config.getoption("--cascade-model"),
+        ledger_path=config.getoption("--cascade-ledger-path"),
+        ready_timeout_s=config.getoption("--cascade-ready-timeout"),
+        prefix="--cascade-",
+    )
 
 
 def _known_failures(config: pytest.Config) -> tuple[dict[str, KnownFailure], dict[str, Case]]:

@@ -7,17 +7,20 @@ unknown generator offset stays unknown). The HTTP front calls it; the conformanc
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from engine.cascade_client import CascadeClient, CascadeTurnRequest, CascadeTurnResult, ResumeState
 from engine.config import HistoryImageLimits
 from engine.extract import Fetcher
-from engine.fingerprint import fingerprint_after, fingerprint_before
+from engine.fingerprint import FingerprintOptions, fingerprint_after, fingerprint_before
 from engine.images import ImageSettings
 from engine.ls_requests import ModelRef
 from engine.messages import Message
+from engine.metrics import METRICS, ImageHistoryMetrics
+from engine.polling import CascadeDelta
 from engine.pool import ConversationPool, Expected, PoolEntry
 from engine.prompt import PromptBuild, build_cascade_prompt
 from engine.steps_delta import delta_start_for
@@ -33,6 +36,9 @@ class TurnOptions:
     tool_preamble: str = ""
     native_mode: bool = False
     env: Mapping[str, str] = field(default_factory=dict)
+    # The caller identity (an HTTP API key's owner): cascades are never shared between callers.
+    caller_key: str = ""
+    fingerprint: FingerprintOptions | None = None
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,21 @@ class TurnOutcome:
     result: CascadeTurnResult
     build: PromptBuild
     resumed_from: PoolEntry | None
+
+
+@dataclass(frozen=True)
+class PendingTurn:
+    """A turn that ran but is not yet committed to the pool: the caller decides (a turn whose answer
+    is unusable, e.g. it violates the requested JSON Schema, is never committed)."""
+
+    outcome: TurnOutcome
+    _commit: Callable[[Sequence[Mapping[str, Any]]], None]
+
+    def commit(self, *assistant_messages: Mapping[str, Any]) -> None:
+        """Check the cascade in under the conversation plus each of ``assistant_messages`` (aliases of
+        one entry): the assistant turn as the client received it (text and tool calls) and the shapes a
+        client may echo it in, so the next request finds the cascade again. Default: the answer text."""
+        self._commit(assistant_messages)
 
 
 class ConversationEngine:
@@ -52,17 +73,40 @@ class ConversationEngine:
         *,
         fetcher: Fetcher | None = None,
         image_settings: ImageSettings | None = None,
+        metrics: ImageHistoryMetrics = METRICS,
     ) -> None:
         self.client = client
         self.pool = pool
         self._fetcher = fetcher
         self._image_settings = image_settings
+        self._metrics = metrics
 
     def run(self, messages: Sequence[ChatMessage], options: TurnOptions) -> TurnOutcome:
+        """Run one turn and commit it to the pool under the answer text."""
+        pending = self.run_uncommitted(messages, options)
+        pending.commit()
+        return pending.outcome
+
+    def run_uncommitted(
+        self,
+        messages: Sequence[ChatMessage],
+        options: TurnOptions,
+        *,
+        on_delta: Callable[[CascadeDelta], None] | None = None,
+        abort: threading.Event | None = None,
+        lowered: Sequence[ChatMessage] | None = None,
+    ) -> PendingTurn:
+        """Run one turn without committing it. ``lowered`` is what the prompt builder replays when it
+        differs from ``messages`` (tool turns as text); fingerprints and tool steps use ``messages``."""
         ls_address = self.client.endpoint.address
-        fp_before = fingerprint_before(messages, model_key=options.model_uid)
-        entry = self.pool.checkout(fp_before, expected=Expected(api_key=options.api_key, ls_address=ls_address))
-        prompt_messages = [Message(str(m.get("role", "")), m.get("content")) for m in messages]
+        fp_before = fingerprint_before(
+            messages, model_key=options.model_uid, caller_key=options.caller_key, options=options.fingerprint
+        )
+        entry = self.pool.checkout(
+            fp_before, caller_key=options.caller_key, expected=Expected(api_key=options.api_key, ls_address=ls_address)
+        )
+        replayed = messages if lowered is None else lowered
+        prompt_messages = [Message(str(m.get("role", "")), m.get("content")) for m in replayed]
 
         def build(*, is_resume: bool, rebuild: bool = False) -> PromptBuild:
             return build_cascade_prompt(
@@ -76,6 +120,7 @@ class ConversationEngine:
                 image_settings=self._image_settings or ImageSettings.from_env(options.env),
                 fetcher=self._fetcher,
                 env=options.env,
+                metrics=self._metrics,
             )
 
         prompt = build(is_resume=entry is not None)
@@ -92,23 +137,38 @@ class ConversationEngine:
             additional_steps_from=delta_start_for(messages) if steps else None,
             resume=_resume_state(entry),
             rebuild=(lambda: build(is_resume=True, rebuild=True)) if entry is not None else None,
-            prompt_chars=sum(len(str(m.get("content") or "")) for m in messages),
+            prompt_chars=sum(len(str(m.get("content") or "")) for m in replayed),
+            abort=abort,
+            on_delta=on_delta,
         )
         result = self.client.run_turn(request)
-        after = [*messages, {"role": "assistant", "content": result.text}]
-        self.pool.checkin(
-            fingerprint_after(after, model_key=options.model_uid),
-            PoolEntry(
-                cascade_id=result.cascade_id,
-                session_id=result.session_id,
-                api_key=options.api_key,
-                ls_address=ls_address,
-                step_offset=result.step_offset_next,
-                generator_offset=result.generator_offset_next,
-                history_coverage=prompt.coverage,
-            ),
-        )
-        return TurnOutcome(result=result, build=prompt, resumed_from=entry)
+
+        def commit(answers: Sequence[Mapping[str, Any]]) -> None:
+            shapes = answers or ({"role": "assistant", "content": result.text},)
+            fingerprints = []
+            for answer in shapes:
+                fp = fingerprint_after(
+                    [*messages, answer],
+                    model_key=options.model_uid,
+                    caller_key=options.caller_key,
+                    options=options.fingerprint,
+                )
+                if fp is not None and fp not in fingerprints:
+                    fingerprints.append(fp)
+            self.pool.checkin(
+                fingerprints,
+                PoolEntry(
+                    cascade_id=result.cascade_id,
+                    session_id=result.session_id,
+                    api_key=options.api_key,
+                    ls_address=ls_address,
+                    step_offset=result.step_offset_next,
+                    generator_offset=result.generator_offset_next,
+                    history_coverage=prompt.coverage,
+                ),
+            )
+
+        return PendingTurn(TurnOutcome(result=result, build=prompt, resumed_from=entry), commit)
 
 
 def _resume_state(entry: PoolEntry | None) -> ResumeState | None:

@@ -21,7 +21,13 @@ Case = dict[str, Any]
 CaseStrategy = Callable[[Target], st.SearchStrategy[Case]]
 Check = Callable[[Target, Case, "Evidence"], None]
 
-_FAMILY_MODULES = ("conformance.properties.wire", "conformance.properties.img", "conformance.properties.off")
+_FAMILY_MODULES = (
+    "conformance.properties.wire",
+    "conformance.properties.img",
+    "conformance.properties.off",
+    "conformance.properties.so",
+    "conformance.properties.acc",
+)
 
 
 class PreconditionNotMet(Exception):

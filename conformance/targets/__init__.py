@@ -1,40 +1,88 @@
-"""How the suite reaches an implementation: in-process Python, an adapter process, or (later) HTTP.
+"""How the suite reaches an implementation: in-process Python, an adapter process, or black-box HTTP.
 
 load_target("python:pkg.module:factory")   # an object with methods named after operations
 load_target("exec:node my-adapter.mjs")    # JSON lines over stdin/stdout (adapter_protocol.schema.json)
-load_target(None)                          # the reference: fakels (and the engine, as it lands)
+load_target("http://127.0.0.1:0", http=HttpOptions(launch=LaunchSpec("my-gateway --port {port} ...")))
+load_target(None)                          # the reference: fakels and the engine
 """
 
 from __future__ import annotations
 
+import importlib
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
 from conformance.targets._base import Target, TargetError, TargetSpecError
 from conformance.targets._exec import ExecTarget
+from conformance.targets._placeholders import PLACEHOLDERS
 from conformance.targets._python import PythonTarget
+
+if TYPE_CHECKING:
+    from conformance.targets._http import HttpOptions, HttpTarget, http_options
+    from conformance.targets._launch import LaunchedGateway, LaunchSpec
+
+# The HTTP target imports fakels (it serves or spawns the fake); it is loaded on first use, so the
+# pytest plugin, which imports this package in every pytest run, never imports fakels at start-up.
+_HTTP_NAMES = {
+    "HttpOptions": "conformance.targets._http",
+    "HttpTarget": "conformance.targets._http",
+    "http_options": "conformance.targets._http",
+    "LaunchSpec": "conformance.targets._launch",
+    "LaunchedGateway": "conformance.targets._launch",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _HTTP_NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
 
 REFERENCE_TARGET = "python:conformance.targets.reference:make_target"
 
-__all__ = ["REFERENCE_TARGET", "ExecTarget", "PythonTarget", "Target", "TargetError", "TargetSpecError", "load_target"]
+__all__ = [
+    "PLACEHOLDERS",
+    "REFERENCE_TARGET",
+    "ExecTarget",
+    "HttpOptions",
+    "HttpTarget",
+    "LaunchSpec",
+    "LaunchedGateway",
+    "PythonTarget",
+    "Target",
+    "TargetError",
+    "TargetSpecError",
+    "http_options",
+    "load_target",
+]
 
 
-def load_target(spec: str | None, *, call_timeout_s: float | None = None) -> Target:
-    """Open the target named by ``spec`` (None: the embedded reference)."""
+def load_target(spec: str | None, *, call_timeout_s: float | None = None, http: HttpOptions | None = None) -> Target:
+    """Open the target named by ``spec`` (None: the embedded reference). ``http`` says how to reach an
+    ``http://`` target (default: already running, the default key and model, no ledger)."""
     text = spec or REFERENCE_TARGET
     kind, sep, rest = text.partition(":")
     if not sep or not rest.strip():
         raise TargetSpecError(_usage(text))
+    if http is not None and kind not in ("http", "https"):
+        raise TargetSpecError(f"{text!r}: the HTTP target options (--launch, --api-key, ...) apply only to http://")
     if kind == "python":
         return PythonTarget.from_spec(rest)
     if kind == "exec":
         return ExecTarget.start(rest, call_timeout_s=call_timeout_s)
     if kind in ("http", "https"):
-        raise TargetSpecError(
-            f"{text!r}: black-box HTTP targets arrive with the engine's HTTP front; use python: or exec: for now"
-        )
+        from conformance.targets._http import HttpOptions, HttpTarget
+
+        options = http or HttpOptions()
+        if call_timeout_s is not None:
+            options = replace(options, request_timeout_s=call_timeout_s)
+        return HttpTarget(text, options)
     raise TargetSpecError(_usage(text))
 
 
 def _usage(text: str) -> str:
     return (
         f"{text!r} is not a target. Use python:PACKAGE.MODULE:FACTORY (an in-process object), "
-        "exec:COMMAND (an adapter speaking JSON lines), or leave --target out for the reference"
+        "exec:COMMAND (an adapter speaking JSON lines), http://127.0.0.1:PORT (a gateway over HTTP), "
+        "or leave --target out for the reference"
     )

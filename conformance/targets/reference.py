@@ -11,6 +11,7 @@ from typing import Any
 
 from conformance.operations import OPERATIONS
 from conformance.targets._engine_ops import EngineOperations
+from conformance.targets._gateway_ops import GatewayOperations
 from fakels.clock import ManualClock, SystemClock
 from fakels.decoder import RequestDecodeError, decode
 from fakels.rpcs import RPCS
@@ -20,7 +21,7 @@ from fakels.server import FakeLSThread
 REFERENCE_CSRF_TOKEN = "conformance-reference-token"
 
 
-class ReferenceTarget(EngineOperations):
+class ReferenceTarget(EngineOperations, GatewayOperations):
     def __init__(self) -> None:
         self._fake: FakeLSThread | None = None
         self._clock: ManualClock | None = None
@@ -67,6 +68,7 @@ class ReferenceTarget(EngineOperations):
         return {}
 
     def close(self) -> None:
+        self.gateway_stop()
         self.ls_stop()
 
     def _served(self) -> FakeLSThread:

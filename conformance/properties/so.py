@@ -1,0 +1,164 @@
+"""SO: structured output (seed 001 D2), end to end through a gateway.
+
+The kit starts (or, for an HTTP target, loads) a fake LS whose scripted answer is a payload the
+kit's model (:mod:`conformance.models.so`) labels conforming or not, sends an OpenAI request with
+``response_format: json_schema`` through the gateway (``gateway.chat``), and judges the HTTP answer
+and what the fake received. Cases come from :mod:`conformance.strategies.so`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from conformance.gateway import ChatAnswer, GatewayUnderTest, open_gateway
+from conformance.models.acc import delta, served_tokens
+from conformance.models.so import VIOLATION_CODE, StreamView, comparable_frames, error_code
+from conformance.properties import Case, Evidence, invariant_property
+from conformance.strategies.so import conforming_cases, tool_call_cases, violating_cases
+from conformance.targets import Target
+
+SEND = "SendUserCascadeMessage"
+
+
+def _turn(case: Case) -> dict[str, Any]:
+    chunks: list[dict[str, Any]] = [{"thinking": case["thinking"]}] if case["thinking"] else []
+    chunks += [{"text": text} for text in case["chunks"]]
+    chunks += [{"tool_call": call} for call in case.get("tool_calls", ())]
+    return {"chunks": chunks, "records": [case["usage"]]}
+
+
+def _request(gw: GatewayUnderTest, case: Case, content: str, *, schema: bool = True) -> dict[str, Any]:
+    request: dict[str, Any] = {"messages": [{"role": "user", "content": gw.tag(content)}], "stream": case["stream"]}
+    if schema:
+        request["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": "answer", "schema": case["schema"]},
+        }
+    if case["stream"] and case["include_usage"]:
+        request["stream_options"] = {"include_usage": True}
+    return request
+
+
+def _is_one_typed_error(answer: ChatAnswer) -> str | None:
+    """None when ``answer`` is exactly one STRUCTURED_OUTPUT_NOT_CONFORMING error; else what it was."""
+    if answer.events is None:
+        if answer.status < 400:
+            return f"status {answer.status} (a success) instead of an error status"
+        code = error_code(answer.body)
+        return None if code == VIOLATION_CODE else f"status {answer.status} with error code {code!r}"
+    view = StreamView(answer.events)
+    if view.done:
+        return f"the stream ended with [DONE] ({len(answer.events)} events)"
+    if len(answer.events) != 1 or len(view.errors) != 1:
+        return f"{len(answer.events)} events instead of one error frame: {answer.events[:6]}"
+    code = view.errors[0].get("code")
+    return None if code == VIOLATION_CODE else f"one error frame with code {code!r}"
+
+
+def _sends(entries: list[dict[str, Any]]) -> list[Mapping[str, Any]]:
+    return [e for e in entries if e.get("method") == SEND and e.get("status") == "OK"]
+
+
+@invariant_property("SO-1", needs=("gateway.chat",), cases=violating_cases, max_examples=25)
+def violation_is_one_typed_error(target: Target, case: Case, evidence: Evidence) -> None:
+    """A json_schema request whose upstream answer the kit's model says violates the schema (wrong
+    types, missing or extra properties, prose, truncated JSON, an array), streamed or not: exactly
+    one typed error; no [DONE] on a stream."""
+    with open_gateway(target, {"turns": [_turn(case)]}) as gw:
+        answer = gw.chat(_request(gw, case, "Answer as JSON"))
+        entries = gw.journal()
+    evidence.add("exchanges", gw.exchanges)
+    assert len(_sends(entries)) == 1, f"the fake accepted {len(_sends(entries))} Sends for one request"
+    problem = _is_one_typed_error(answer)
+    assert problem is None, f"a non-conforming answer ({case['violation']}) reached the client as {problem}"
+
+
+@invariant_property("SO-2", needs=("gateway.chat",), cases=violating_cases, max_examples=15)
+def violating_turn_is_not_kept(target: Target, case: Case, evidence: Evidence) -> None:
+    """After a violating turn: a follow-up that carries the violating answer as the assistant turn
+    does not resume its cascade (it was not committed), the same request again reaches the LS (it
+    was not cached), and the usage the turn consumed upstream is in the ledger."""
+    conforming = {**case, "chunks": ['{"placeholder": true}'], "thinking": ""}
+    scenario = {"turns": [_turn(case), _turn(conforming), _turn(conforming)]}
+    with open_gateway(target, scenario) as gw:
+        before = gw.ledger() if gw.has_ledger else None
+        first = gw.chat(_request(gw, case, "Answer as JSON"))
+        after_first = gw.ledger() if gw.has_ledger else None
+        bad_cascade = _sends(gw.journal())[-1]["request"].get("cascade_id")
+        follow_up = {
+            "messages": [
+                {"role": "user", "content": gw.tag("Answer as JSON")},
+                {"role": "assistant", "content": case["payload"]},
+                {"role": "user", "content": "And again?"},
+            ],
+            "stream": case["stream"],
+        }
+        gw.chat(follow_up)
+        sends_before_retry = len(_sends(gw.journal()))
+        gw.chat(_request(gw, case, "Answer as JSON"))
+        entries = gw.journal()
+    evidence.add("exchanges", gw.exchanges)
+    sends = _sends(entries)
+    assert _is_one_typed_error(first) is None, f"the violating turn was not refused: {_is_one_typed_error(first)}"
+    resumed = [s["seq"] for s in sends[1:] if s["request"].get("cascade_id") == bad_cascade]
+    assert not resumed, (
+        f"the follow-up resumed cascade {bad_cascade} of the violating turn (Send seq {resumed}): it was committed "
+        "to session continuity"
+    )
+    assert len(sends) == sends_before_retry + 1, (
+        "the violating request, sent again, never reached the LS: it was cached"
+    )
+    if before is None or after_first is None:
+        evidence.not_observed("the ledger (usage of the violating turn)")
+        return
+    gained = delta(before, after_first)["tokens"]
+    expected = served_tokens([e for e in entries if e["seq"] < sends[1]["seq"]])
+    assert gained == expected, (
+        f"the violating turn's upstream usage was not recorded: ledger gained {gained}, wire {expected}"
+    )
+
+
+@invariant_property("SO-3", needs=("gateway.chat",), cases=conforming_cases, max_examples=15)
+def conforming_stream_is_unchanged(target: Target, case: Case, evidence: Evidence) -> None:
+    """The same conforming answer streamed for a json_schema request and for a plain request: the
+    same frames in the same order (ids and timestamps aside), the payload intact, ending with [DONE]."""
+    with open_gateway(target, {"turns": [_turn(case), _turn(case)]}) as gw:
+        judged = gw.chat(_request(gw, case, "Answer as JSON"))
+        plain = gw.chat(_request(gw, case, "Answer as JSON", schema=False))
+    evidence.add("exchanges", gw.exchanges)
+    assert judged.events is not None, f"a stream request was answered without a stream: {judged.summary()}"
+    assert plain.events is not None, f"a stream request was answered without a stream: {plain.summary()}"
+    view = StreamView(judged.events)
+    assert not view.errors, f"a conforming answer was refused: {view.errors}"
+    assert view.content == case["payload"], (
+        f"content differs\n  sent by the LS: {case['payload']!r}\n  streamed: {view.content!r}"
+    )
+    assert view.done, "the conforming stream did not end with [DONE]"
+    got, want = comparable_frames(judged.events), comparable_frames(plain.events)
+    assert got == want, (
+        f"the json_schema stream's frames differ from the plain stream's\n  schema: {got}\n  plain:  {want}"
+    )
+
+
+@invariant_property("SO-4", needs=("gateway.chat",), cases=tool_call_cases, max_examples=15)
+def tool_call_turns_are_not_judged(target: Target, case: Case, evidence: Evidence) -> None:
+    """A json_schema request answered with tool calls (and maybe prose): the tool calls reach the
+    client with their normal terminal, no schema error."""
+    names = [call["name"] for call in case["tool_calls"]]
+    tools = [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}} for n in names]
+    with open_gateway(target, {"turns": [_turn(case)]}) as gw:
+        answer = gw.chat({**_request(gw, case, "Use the tools"), "tools": tools})
+    evidence.add("exchanges", gw.exchanges)
+    if answer.events is None:
+        assert answer.status == 200, f"status {answer.status} for a tool-call turn: {answer.body}"
+        message = answer.body["choices"][0]["message"]
+        delivered = [c["function"]["name"] for c in message.get("tool_calls") or ()]
+        finish = [answer.body["choices"][0].get("finish_reason")]
+    else:
+        view = StreamView(answer.events)
+        assert not view.errors, f"a tool-call turn was judged against the schema: {view.errors}"
+        assert view.done, "the tool-call stream did not end with [DONE]"
+        delivered, finish = view.tool_call_names, view.finish_reasons
+    assert delivered == names, f"tool calls delivered {delivered}, the LS proposed {names}"
+    assert finish == ["tool_calls"], f"finish_reason {finish}, expected ['tool_calls']"

@@ -1,0 +1,354 @@
+"""Black-box HTTP targets: ``http://HOST:PORT``, a whole gateway driven over its OpenAI API.
+
+The kit speaks to the gateway with the official ``openai`` client (what its users run) and reads
+what the fake LS decoded from the wire through :meth:`HttpTarget.wired_ls`. The gateway is either
+already running at the URL, or launched by the kit (:class:`LaunchSpec`), which also wires its LS.
+Loopback only: the kit never leaves the machine.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import time
+import urllib.parse
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import openai
+
+from conformance.ls_handle import LsHandle
+from conformance.targets._base import DeclaredOperations, TargetError, TargetSpecError, check_result, observed
+from conformance.targets._launch import WIRINGS, LaunchedGateway, LaunchSpec, Wiring, describe_exit
+
+try:
+    import httpx2 as _transport
+except ImportError:  # openai before 3.x drives httpx
+    import httpx as _transport  # type: ignore[no-redef]
+
+DEFAULT_API_KEY = "conformance-key"
+DEFAULT_MODEL = "claude-sonnet-4-6"
+DEFAULT_REQUEST_TIMEOUT_S = 120.0
+LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
+_CHAT_PATH = "/v1/chat/completions"
+_WIRING_NAMES: dict[str, Wiring] = {name: name for name in WIRINGS}
+_CLIENT_ONLY = frozenset({"self", "extra_headers", "extra_query", "extra_body", "timeout"})
+
+
+@dataclass(frozen=True)
+class HttpOptions:
+    """How to reach an ``http://`` target: launch it (or not), the callers' API keys, the model
+    name requests use, where it exposes the kit's ledger document (None: it does not)."""
+
+    launch: LaunchSpec | None = None
+    api_keys: tuple[str, ...] = (DEFAULT_API_KEY,)
+    model: str = DEFAULT_MODEL
+    ledger_path: str | None = None
+    request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S
+
+
+def loopback_url(text: str) -> tuple[str, int]:
+    """``(host, port)`` of an ``http://HOST:PORT`` target URL; anything else is a usage error."""
+    parts = urllib.parse.urlsplit(text)
+    if parts.scheme == "https":
+        raise TargetSpecError(
+            f"{text!r}: https is not supported: the kit talks plain HTTP to a gateway on loopback "
+            "(http://127.0.0.1:PORT)"
+        )
+    if parts.scheme != "http":
+        raise TargetSpecError(f"{text!r}: an HTTP target is http://HOST:PORT")
+    try:
+        port = parts.port
+    except ValueError as exc:
+        raise TargetSpecError(f"{text!r}: bad port: {exc}") from None
+    host = parts.hostname or ""
+    if host not in LOOPBACK_HOSTS:
+        raise TargetSpecError(
+            f"{text!r}: {host or 'no host'} is not loopback; the kit never leaves this machine "
+            f"(use {', '.join(LOOPBACK_HOSTS)})"
+        )
+    if port is None:
+        raise TargetSpecError(f"{text!r}: give the port, e.g. http://{host}:8080 (or port 0 with --launch)")
+    if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username or parts.password:
+        raise TargetSpecError(
+            f"{text!r}: give the gateway's root, http://{host}:{port}, without a path, query or user (the kit "
+            "calls /v1/... itself)"
+        )
+    return host, port
+
+
+def http_options(
+    target: str | None,
+    *,
+    launch: str | None = None,
+    launch_cwd: str | Path | None = None,
+    launch_env: Sequence[str] = (),
+    ls_wiring: str | None = None,
+    api_keys: Sequence[str] = (),
+    model: str | None = None,
+    ledger_path: str | None = None,
+    ready_timeout_s: float | None = None,
+    prefix: str = "--",
+) -> HttpOptions | None:
+    """The options of the command line (``prefix``: ``--`` or ``--cascade-``) as HttpOptions;
+    None when none is given. Usage errors are TargetSpecError with one line."""
+    given = {
+        "launch": launch is not None,
+        "launch-cwd": launch_cwd is not None,
+        "launch-env": bool(launch_env),
+        "ls-wiring": ls_wiring is not None,
+        "api-key": bool(api_keys),
+        "model": model is not None,
+        "ledger-path": ledger_path is not None,
+        "ready-timeout": ready_timeout_s is not None,
+    }
+    named = [f"{prefix}{name}" for name, present in given.items() if present]
+    if not named:
+        return None
+    if not (target or "").startswith("http:"):
+        verb = "applies" if len(named) == 1 else "apply"
+        raise TargetSpecError(f"{', '.join(named)} {verb} only to an http:// target ({prefix}target http://HOST:PORT)")
+    if launch is None:
+        needing = [f"{prefix}{n}" for n in ("launch-cwd", "launch-env", "ls-wiring", "ready-timeout") if given[n]]
+        if needing:
+            verb = "needs" if len(needing) == 1 else "need"
+            raise TargetSpecError(f"{', '.join(needing)} {verb} {prefix}launch: how the kit starts the gateway")
+    if ls_wiring is not None and ls_wiring not in WIRINGS:
+        raise TargetSpecError(f"{prefix}ls-wiring must be one of {', '.join(WIRINGS)}, got {ls_wiring!r}")
+    if ledger_path is not None and not ledger_path.startswith("/"):
+        raise TargetSpecError(f"{prefix}ledger-path is a path on the gateway, e.g. /v1/ledger, got {ledger_path!r}")
+    if any(not key for key in api_keys):
+        raise TargetSpecError(f"{prefix}api-key cannot be empty")
+    if model is not None and not model:
+        raise TargetSpecError(f"{prefix}model cannot be empty")
+    spec = None
+    if launch is not None:
+        spec = LaunchSpec(
+            command=launch,
+            cwd=Path(launch_cwd) if launch_cwd is not None else None,
+            env=_env_pairs(launch_env, f"{prefix}launch-env"),
+            wiring=_WIRING_NAMES[ls_wiring or "dial"],
+            ready_timeout_s=ready_timeout_s if ready_timeout_s is not None else LaunchSpec.ready_timeout_s,
+        )
+    return HttpOptions(
+        launch=spec,
+        api_keys=tuple(api_keys) or (DEFAULT_API_KEY,),
+        model=model or DEFAULT_MODEL,
+        ledger_path=ledger_path,
+    )
+
+
+def _env_pairs(pairs: Iterable[str], flag: str) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.isidentifier() or not key.isascii():
+            raise TargetSpecError(f"{flag} {pair!r}: expected NAME=VALUE, e.g. {flag} PORT={{port}}")
+        env[key] = value
+    return env
+
+
+class HttpTarget(DeclaredOperations):
+    """A gateway at an ``http://`` loopback URL: ``gateway.chat`` always, ``gateway.ledger`` when it
+    exposes the ledger. Wired at launch, so no ``gateway.start``: properties take the LS from
+    :meth:`wired_ls` and the keys and model from :meth:`gateway_defaults`."""
+
+    kind = "http"
+
+    def __init__(self, url: str, options: HttpOptions) -> None:
+        host, port = loopback_url(url)
+        if port == 0 and options.launch is None:
+            raise TargetSpecError(f"{url!r}: port 0 means 'the kit picks one', needing --launch (the kit starts it)")
+        if options.request_timeout_s <= 0:
+            raise TargetSpecError(f"the request timeout must be positive, got {options.request_timeout_s}")
+        self._options = options
+        self._caps: dict[str, dict[str, Any]] = {}
+        self._ops = frozenset({"gateway.chat"} | ({"gateway.ledger"} if options.ledger_path else set()))
+        self._clients: dict[str, openai.OpenAI] = {}
+        self._create_params: frozenset[str] | None = None
+        self._gateway: LaunchedGateway | None = None
+        self._http = openai.DefaultHttpxClient(trust_env=False)  # loopback: never through a proxy
+        try:
+            if options.launch is not None:
+                self._gateway = LaunchedGateway(options.launch, host=host, port=port).start()
+                port = self._gateway.port
+            self._url = f"http://{'[::1]' if host == '::1' else host}:{port}"
+            if self._gateway is None:
+                self._probe()
+        except BaseException:
+            self._http.close()
+            raise
+
+    @property
+    def url(self) -> str:
+        return self._url
+
+    @property
+    def description(self) -> str:
+        if self._gateway is None:
+            return self._url
+        return f"{self._url} (launched: {self._gateway.spec.command}, LS: {self._gateway.spec.wiring})"
+
+    def wired_ls(self) -> LsHandle | None:
+        """The fake LS the gateway talks to; None when the kit did not wire one (no --launch, or
+        --ls-wiring none): then nothing of the wire can be judged on this target."""
+        return self._gateway.ls if self._gateway is not None else None
+
+    def gateway_defaults(self) -> dict[str, Any]:
+        """What gateway.start answers on other targets: the callers' API keys and the model name."""
+        return {"api_keys": list(self._options.api_keys), "model": self._options.model}
+
+    def launch_output(self) -> str | None:
+        """What the launched gateway wrote to stdout and stderr (None: the kit did not launch it)."""
+        return self._gateway.output() if self._gateway is not None else None
+
+    def call(self, op: str, **params: Any) -> dict[str, Any]:
+        self._before_call(op, params)
+        result = self._chat(params["request"], params["api_key"]) if op == "gateway.chat" else self._ledger()
+        return check_result(op, result, self.description, observed(self.capabilities(op)))
+
+    def close(self) -> None:
+        if self._gateway is not None:
+            self._gateway.stop()
+        self._http.close()
+
+    # ------------------------------------------------------------------ gateway.chat
+
+    def _chat(self, request: dict[str, Any], api_key: str) -> dict[str, Any]:
+        client = self._client(api_key)
+        kwargs, extra = self._split(request)
+        if not api_key:  # an empty key: the request goes without an Authorization header
+            kwargs["extra_headers"] = {"Authorization": openai.omit}
+        stream = request.get("stream") is True
+        started = time.monotonic()
+        try:
+            if not stream:
+                raw = client.chat.completions.with_raw_response.create(**kwargs, extra_body=extra)
+                return {"status": raw.status_code, "body": _body(raw.http_response.content)}
+            with client.chat.completions.with_streaming_response.create(**kwargs, extra_body=extra) as response:
+                answer = response.http_response
+                if not answer.headers.get("content-type", "").lower().startswith("text/event-stream"):
+                    return {"status": answer.status_code, "body": _body(answer.read())}
+                events = list(sse_events(self._lines(answer.iter_lines(), started)))
+                return {"status": answer.status_code, "events": events}
+        except openai.APIStatusError as exc:
+            return {"status": exc.status_code, "body": _body(exc.response.content)}
+        except openai.APITimeoutError:
+            raise TargetError(self._failed(f"no answer to POST {_CHAT_PATH} within {self._timeout():g} s")) from None
+        except openai.APIConnectionError as exc:
+            reason = exc.__cause__ or exc
+            raise TargetError(self._failed(f"POST {_CHAT_PATH} failed: {reason}")) from None
+        except (_transport.HTTPError, _transport.StreamError) as exc:
+            raise TargetError(self._failed(f"the event stream of POST {_CHAT_PATH} broke off: {exc}")) from None
+
+    def _lines(self, lines: Iterator[str], started: float) -> Iterator[str]:
+        """The stream's lines, within the request timeout overall (heartbeats do not extend it)."""
+        for line in lines:
+            if time.monotonic() - started > self._timeout():
+                raise TargetError(
+                    self._failed(f"the event stream of POST {_CHAT_PATH} did not end within {self._timeout():g} s")
+                )
+            yield line
+
+    def _split(self, request: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The request's fields the client knows, as its arguments, and the others for ``extra_body``
+        (the body is sent as given; a missing model or messages stays missing)."""
+        if self._create_params is None:
+            signature = inspect.signature(self._client(self._options.api_keys[0]).chat.completions.create)
+            self._create_params = frozenset(signature.parameters) - _CLIENT_ONLY
+        kwargs = {k: v for k, v in request.items() if k in self._create_params}
+        if not isinstance(kwargs.get("stream", False), bool):
+            del kwargs["stream"]
+        extra = {k: v for k, v in request.items() if k not in kwargs}
+        for required in ("messages", "model"):
+            kwargs.setdefault(required, openai.omit)
+        return kwargs, extra
+
+    def _client(self, api_key: str) -> openai.OpenAI:
+        client = self._clients.get(api_key)
+        if client is None:
+            client = openai.OpenAI(
+                base_url=self._url + "/v1",
+                api_key=api_key or "unused",  # the client needs one; an empty key's header is left out
+                max_retries=0,
+                timeout=self._timeout(),
+                http_client=self._http,
+            )
+            self._clients[api_key] = client
+        return client
+
+    # ------------------------------------------------------------------ gateway.ledger
+
+    def _ledger(self) -> dict[str, Any]:
+        path = self._options.ledger_path or ""
+        key = self._options.api_keys[0]
+        try:
+            answer = self._http.get(
+                self._url + path, headers={"Authorization": f"Bearer {key}"}, timeout=self._timeout()
+            )
+        except _transport.TimeoutException:
+            raise TargetError(self._failed(f"no answer to GET {path} within {self._timeout():g} s")) from None
+        except _transport.HTTPError as exc:
+            raise TargetError(self._failed(f"GET {path} failed: {exc}")) from None
+        if answer.status_code != 200:
+            text = answer.text[:500]
+            raise TargetError(f"{self.description}: GET {path} (--ledger-path) answered {answer.status_code}: {text}")
+        body = _body(answer.content)
+        if isinstance(body, str):
+            raise TargetError(f"{self.description}: GET {path} answered something that is not JSON: {body[:300]!r}")
+        return {"ledger": body}
+
+    # ------------------------------------------------------------------ helpers
+
+    def _timeout(self) -> float:
+        return self._options.request_timeout_s
+
+    def _probe(self) -> None:
+        """An external gateway must answer at open (any status), so a wrong URL fails before any property."""
+        try:
+            self._http.get(self._url + "/v1/models", timeout=min(10.0, self._timeout()))
+        except _transport.HTTPError as exc:
+            raise TargetError(
+                f"nothing answers at {self._url} (GET /v1/models: {exc}); start the gateway first, or let the kit "
+                "start it with --launch"
+            ) from None
+
+    def _failed(self, what: str) -> str:
+        message = f"{self.description}: {what}"
+        if self._gateway is None:
+            return message
+        code = self._gateway.exit_code()
+        state = f"the gateway {describe_exit(code)}" if code is not None else "the gateway is still running"
+        tail = self._gateway.output_tail()
+        return f"{message}; {state}" + (f"; its output ends:\n{tail}" if tail else "")
+
+
+def sse_events(lines: Iterable[str]) -> Iterator[str]:
+    """The data of each server-sent event, in order: its ``data:`` lines joined with newlines
+    (one leading space dropped), dispatched at a blank line; comments (``: ping``) and the other
+    fields are left out, and an event the stream ends in the middle of is not dispatched."""
+    data: list[str] | None = None
+    for line in lines:
+        if not line:
+            if data is not None:
+                yield "\n".join(data)
+            data = None
+            continue
+        if line.startswith(":"):
+            continue
+        name, colon, value = line.partition(":")
+        if name != "data":
+            continue
+        if colon and value.startswith(" "):
+            value = value[1:]
+        data = [*(data or []), value]
+
+
+def _body(content: bytes) -> Any:
+    """A response body: its JSON, or its text when it is not JSON."""
+    try:
+        return json.loads(content)
+    except ValueError:
+        return content.decode("utf-8", errors="replace")

@@ -1,0 +1,106 @@
+"""A whole gateway: the Cascade client, pool, cache, ledger and metrics behind one HTTP app, and a
+helper that serves it with uvicorn on a loopback port in a background thread (tests, the reference
+target, benchmarks)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+
+import uvicorn
+from starlette.applications import Starlette
+
+from engine.cascade_client import CascadeClient, LsEndpoint
+from engine.conversation import ConversationEngine
+from engine.http.app import HttpSettings, build_app
+from engine.http.chat import ChatService
+from engine.http.metrics_view import MetricsView
+from engine.ledger import Ledger
+from engine.ls_requests import ClientIdentity
+from engine.metrics import ImageHistoryMetrics
+from engine.model_catalogue import ModelCatalogue
+from engine.polling import PollSettings
+from engine.pool import ConversationPool
+from engine.response_cache import ResponseCache
+
+DEFAULT_UPSTREAM_KEY = "cascade-engine-upstream-key"
+DEFAULT_ACCOUNT = "upstream-account-1"
+
+
+@dataclass(frozen=True)
+class GatewayConfig:
+    ls_address: str
+    csrf_token: str
+    http: HttpSettings = field(default_factory=HttpSettings)
+    upstream_api_key: str = DEFAULT_UPSTREAM_KEY
+    account: str = DEFAULT_ACCOUNT
+    native_mode: bool = False
+    poll: PollSettings | None = None
+    identity: ClientIdentity | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+class Gateway:
+    def __init__(self, config: GatewayConfig, *, catalogue: ModelCatalogue | None = None) -> None:
+        self.config = config
+        self.catalogue = catalogue or ModelCatalogue.default()
+        self.client = CascadeClient(
+            LsEndpoint(config.ls_address, config.csrf_token), identity=config.identity, poll=config.poll
+        )
+        self.pool = ConversationPool()
+        self.images = ImageHistoryMetrics()
+        self.ledger = Ledger(self.catalogue)
+        self.cache = ResponseCache.from_env(config.env)
+        self.service = ChatService(
+            ConversationEngine(self.client, self.pool, metrics=self.images),
+            ledger=self.ledger,
+            cache=self.cache,
+            account=config.account,
+            upstream_api_key=config.upstream_api_key,
+            native_mode=config.native_mode,
+        )
+        self.metrics = MetricsView(images=self.images, pool=self.pool, ledger=self.ledger, cache=self.cache)
+        self.app: Starlette = build_app(self.service, self.catalogue, self.metrics, config.http)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class ServedGateway:
+    """``gateway``'s app served by uvicorn on 127.0.0.1 (a port the OS picks) in a background thread."""
+
+    def __init__(self, gateway: Gateway, *, host: str = "127.0.0.1") -> None:
+        self.gateway = gateway
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._socket.bind((host, 0))
+        self.port: int = self._socket.getsockname()[1]
+        self.url = f"http://{host}:{self.port}"
+        config = uvicorn.Config(gateway.app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True)
+
+    def start(self, timeout_s: float = 10.0) -> ServedGateway:
+        self._thread.start()
+        deadline = time.monotonic() + timeout_s
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the gateway did not start serving on {self.url}")
+            time.sleep(0.005)
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+        self._socket.close()
+        self.gateway.close()
+
+    def __enter__(self) -> ServedGateway:
+        return self.start()
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()

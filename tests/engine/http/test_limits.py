@@ -1,0 +1,38 @@
+"""The request-size cap, at the limit, one under and one over."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from fakels.server import FakeLSThread
+from tests.engine.http.conftest import KEY_A, MODEL, serve
+
+
+def _body_of_size(size: int) -> bytes:
+    base: dict[str, Any] = {"model": MODEL, "messages": [{"role": "user", "content": ""}]}
+    padding = size - len(json.dumps(base, separators=(",", ":")).encode())
+    base["messages"][0]["content"] = "x" * padding
+    body = json.dumps(base, separators=(",", ":")).encode()
+    assert len(body) == size
+    return body
+
+
+@pytest.mark.parametrize(("size", "status"), [(4095, 200), (4096, 200), (4097, 413)])
+def test_body_cap_is_exact(fake: FakeLSThread, size: int, status: int) -> None:
+    served = serve(fake, max_body_bytes=4096)
+    try:
+        response = httpx.post(
+            served.url + "/v1/chat/completions",
+            content=_body_of_size(size),
+            headers={"Authorization": f"Bearer {KEY_A}", "Content-Type": "application/json"},
+            timeout=30,
+        )
+    finally:
+        served.stop()
+    assert response.status_code == status, response.text
+    if status == 413:
+        assert response.json()["error"]["code"] == "request_too_large"
