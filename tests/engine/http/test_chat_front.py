@@ -265,7 +265,9 @@ def test_a_conforming_stream_has_the_frames_of_a_plain_one(fake: FakeLSThread, s
         ]
 
     assert strip(judged) == strip(plain)
-    assert len(judged) == 6  # role, reasoning, two content frames, finish, [DONE]
+    content = "".join(json.loads(e)["choices"][0]["delta"].get("content", "") for e in judged[:-1])
+    assert content == '{"answer": 12}'
+    assert judged[-1] == "[DONE]"
 
 
 @pytest.mark.invariant("SO-4")
