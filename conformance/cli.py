@@ -19,7 +19,7 @@ os.environ.setdefault("GRPC_VERBOSITY", "NONE")
 from conformance.cases import CaseFileError, read_case
 from conformance.catalogue import CATALOGUE, FAMILIES
 from conformance.known_failures import KnownFailure, KnownFailuresError, load_known_failures
-from conformance.operations import OPERATIONS, PROTOCOL_VERSION, capability_schema
+from conformance.operations import HTTP_TARGET_OPERATIONS, OPERATIONS, PROTOCOL_VERSION, capability_schema
 from conformance.properties import Property, properties
 from conformance.report import replay_command, save_failure_cases, summary_line, write_junit, write_markdown
 from conformance.runner import PROFILES, Result, RunOptions, Status, replay_case, run_property, select
@@ -116,6 +116,12 @@ def _target_option(parser: argparse.ArgumentParser) -> None:
     http.add_argument("--model", help="the model name requests use (default: claude-sonnet-4-6)")
     http.add_argument("--ledger-path", metavar="PATH", help="where the gateway serves the kit's ledger (/v1/ledger)")
     http.add_argument(
+        "--native-bridge",
+        action="store_true",
+        default=None,
+        help="the gateway maps tool history to Cascade steps (field 9): native-mode examples run, the others do not",
+    )
+    http.add_argument(
         "--ready-timeout", type=float, metavar="S", help="seconds the launched gateway has to answer (default: 30)"
     )
 
@@ -131,6 +137,7 @@ def _load_target(args: argparse.Namespace) -> Target:
         model=args.model,
         ledger_path=args.ledger_path,
         ready_timeout_s=args.ready_timeout,
+        native_bridge=bool(args.native_bridge),
     )
     return load_target(args.target, call_timeout_s=args.call_timeout, http=http)
 
@@ -148,6 +155,8 @@ def _http_flags(args: argparse.Namespace) -> str:
     ):
         if value is not None:
             words += [flag, str(value)]
+    if args.native_bridge:
+        words.append("--native-bridge")
     for flag, values in (("--launch-env", args.launch_env), ("--api-key", args.api_key)):
         for value in values:
             words += [flag, value]
@@ -330,14 +339,23 @@ def _list(width: int = 100) -> int:
             if inv.family != family.id:
                 continue
             prop = registered.get(inv_id)
-            needs = f"needs: {', '.join(sorted(prop.needs))}" if prop else "not yet implemented"
-            for text, first in ((inv.statement, f"  {inv_id:<8} "), (needs, indent)):
+            details = [f"needs: {prop.needs_text()}", _kinds(prop)] if prop else ["not yet implemented"]
+            for text, first in ((inv.statement, f"  {inv_id:<8} "), *((d, indent) for d in details)):
                 print(_wrap(text, width, first, indent))
     print(
         f"{len(CATALOGUE)} invariants: {len(registered)} implemented, "
         f"{len(CATALOGUE) - len(registered)} not yet implemented"
     )
     return EXIT_OK
+
+
+def _kinds(prop: Property) -> str:
+    """Which kinds of target can check ``prop``: in-process and adapter targets can implement every
+    operation; a black-box HTTP target only those in HTTP_TARGET_OPERATIONS."""
+    missing = prop.missing(HTTP_TARGET_OPERATIONS)
+    ledger = " (with --ledger-path)" if any("gateway.ledger" in need for need in prop.needs) else ""
+    http = f"http{ledger}" if not missing else f"not http (needs {', '.join(m.replace('|', ' or ') for m in missing)})"
+    return f"checkable on: python, exec, {http}"
 
 
 def _wrap(text: str, width: int, first: str, rest: str) -> str:

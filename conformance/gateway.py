@@ -19,11 +19,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from conformance.ls_handle import InProcessLs, LsHandle
-from conformance.targets import Target, TargetError
+from conformance.targets import PreconditionNotMet, Target, TargetError
 from fakels.scenario import parse_scenario
 from fakels.server import FakeLSThread
 
 _CSRF = "conformance-gateway-csrf-token"
+# The model uid conversations are played with on in-process targets (HTTP targets use their --model).
+MODEL_UID = "claude-sonnet-4-6"
+
+
+def require_here(condition: bool, reason: str) -> None:
+    if not condition:
+        raise PreconditionNotMet(reason)
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,10 @@ def open_gateway(target: Target, scenario: Mapping[str, Any]) -> Iterator[Gatewa
     wired = getattr(target, "wired_ls", None)
     if callable(wired):
         handle = wired()
+        if handle is None:
+            raise PreconditionNotMet(
+                "the gateway's language server is not wired to the kit (--launch with dial or spawn)"
+            )
         handle.reset()
         handle.load_scenario(dict(scenario))
         defaults = target.gateway_defaults()  # type: ignore[attr-defined]
@@ -102,3 +113,94 @@ def _shortened(value: Any) -> Any:
     if isinstance(value, list):
         return [_shortened(v) for v in value]
     return value
+
+
+@dataclass(frozen=True)
+class Played:
+    """A conversation played through a target: what each turn added as sent (the first user message
+    may carry the example's tag), the target's own per-turn report (evidence only) and the fake's
+    journal."""
+
+    turns: list[list[dict[str, Any]]]
+    reports: list[dict[str, Any]]
+    journal: list[dict[str, Any]]
+
+
+def play_conversation(
+    target: Target,
+    scenario: Mapping[str, Any],
+    turns: Sequence[Sequence[Mapping[str, Any]]],
+    *,
+    native_mode: bool,
+    model_uid: str = MODEL_UID,
+) -> Played:
+    """Play ``turns`` (each the messages it adds) against a fake playing ``scenario``; each answer is
+    appended as the assistant message before the next turn. Through ``engine.play_turns`` on a fresh
+    kit-started fake when the target has it (as ``model_uid``), else turn by turn through ``gateway.chat``
+    (with the gateway's own model)."""
+    wired = callable(getattr(target, "wired_ls", None))
+    if not wired and "engine.play_turns" in target.operations():
+        return _play_in_process(target, scenario, turns, native_mode, model_uid)
+    if wired:
+        native = bool(target.gateway_defaults().get("native_bridge", False))  # type: ignore[attr-defined]
+        require_here(
+            native == native_mode,
+            f"the example needs a gateway with the native bridge {_on(native_mode)}, "
+            f"this one has it {_on(native)} (declare it with --native-bridge)",
+        )
+    sent = [[dict(m) for m in added] for added in turns]
+    if sent and sent[0]:
+        sent[0][0] = _tagged(sent[0][0])
+    reports: list[dict[str, Any]] = []
+    with open_gateway(target, scenario) as gw:
+        conversation: list[dict[str, Any]] = []
+        try:
+            for index, added in enumerate(sent):
+                conversation.extend(added)
+                answer = gw.chat({"messages": conversation, "stream": False})
+                if answer.status != 200 or not isinstance(answer.body, dict):
+                    raise TargetError(f"turn {index + 1} of the conversation was answered {answer.summary()}")
+                message = answer.body["choices"][0]["message"]
+                reports.append({"text": message.get("content") or ""})
+                conversation.append({"role": "assistant", "content": message.get("content") or ""})
+        finally:
+            journal = gw.journal()
+    return Played(sent, reports, journal)
+
+
+def _play_in_process(
+    target: Target,
+    scenario: Mapping[str, Any],
+    turns: Sequence[Sequence[Mapping[str, Any]]],
+    native_mode: bool,
+    model_uid: str,
+) -> Played:
+    with FakeLSThread(csrf_token=_CSRF, scenario=parse_scenario(dict(scenario), source="the case's scenario")) as fake:
+        try:
+            answer = target.call(
+                "engine.play_turns",
+                ls_address=fake.address,
+                csrf_token=_CSRF,
+                model_uid=model_uid,
+                native_mode=native_mode,
+                turns=[list(added) for added in turns],
+            )
+        finally:
+            journal = [entry.to_json() for entry in fake.journal.entries()]
+    return Played([[dict(m) for m in added] for added in turns], answer["turns"], journal)
+
+
+def _tagged(message: dict[str, Any]) -> dict[str, Any]:
+    """The first message with a tag unique to this example, so a gateway that outlives examples
+    never continues a cascade an earlier example left in its pool."""
+    tag = f"[case {uuid.uuid4().hex[:12]}] "
+    content = message.get("content")
+    if isinstance(content, str):
+        return {**message, "content": tag + content}
+    if isinstance(content, list):
+        return {**message, "content": [{"type": "text", "text": tag}, *content]}
+    return message
+
+
+def _on(flag: bool) -> str:
+    return "on" if flag else "off"

@@ -19,7 +19,7 @@ from typing import Any, NoReturn, Protocol
 from fakels.control_client import ControlClient, ControlError
 from fakels.scenario import ScenarioError, parse_scenario
 from fakels.server import FakeLSThread
-from fakels.standin import StandinUsageError, parse_ls_command_line, ports_file
+from fakels.standin import ports_file
 
 
 class LsHandle(Protocol):
@@ -75,8 +75,8 @@ class InProcessLs:
 class StandinLs:
     """A stand-in spawned by the gateway (the spawn wiring), reached on its control port.
 
-    Its gRPC port and pid come from the ports file the stand-in writes beside itself when it
-    starts, read afresh on every use (a gateway that restarts its LS gets a new one).
+    Its gRPC port, pid and CSRF token come from the ports file the stand-in writes beside itself
+    when it starts, read afresh on every use (a gateway that restarts its LS gets a new one).
     """
 
     def __init__(self, executable: Path, control_port: int, *, timeout_s: float = 10.0) -> None:
@@ -121,16 +121,17 @@ class StandinLs:
 
     @property
     def csrf_token(self) -> str:
-        """The token the gateway gave the stand-in (``--csrf_token``), read from its command line;
-        the stand-in does not report it, so this needs ``/proc`` (Linux)."""
-        pid = self.ports()["pid"]
-        try:
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode("utf-8", errors="replace").split("\0")
-            token = parse_ls_command_line([arg for arg in argv if arg]).csrf_token
-        except (OSError, StandinUsageError) as exc:
-            _unreachable(f"cannot read the CSRF token the gateway gave its stand-in LS (pid {pid}): {exc}")
-        if token is None:
-            _unreachable(f"the gateway started its stand-in LS (pid {pid}) without --csrf_token")
+        """The token the gateway gave the stand-in (its ``--csrf_token``), as the stand-in reported it
+        in its ports file."""
+        report = self.ports()
+        if "csrf_token" not in report:
+            _unreachable(
+                f"the stand-in LS at {self._executable} did not report its CSRF token in "
+                f"{ports_file(self._executable).name} (a stand-in running an older fakels?)"
+            )
+        token = report["csrf_token"]
+        if not isinstance(token, str):
+            _unreachable(f"the gateway started its stand-in LS (pid {report.get('pid')}) without --csrf_token")
         return token
 
     def load_scenario(self, document: dict[str, Any]) -> None:

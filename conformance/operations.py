@@ -257,6 +257,10 @@ _GATEWAY_OPERATIONS = (
     ),
 )
 
+# What a black-box gateway over HTTP can offer (conformance/targets/_http.py): chat, the ledger when it
+# exposes one (--ledger-path), and the Send it builds for a conversation, read from the fake's wire.
+HTTP_TARGET_OPERATIONS = frozenset({"gateway.chat", "gateway.ledger", "engine.build_send_request"})
+
 OPERATIONS: dict[str, Operation] = {
     op.name: op for op in (*_OPERATIONS, *_ENGINE_OPERATIONS, *_GATEWAY_OPERATIONS)
 }

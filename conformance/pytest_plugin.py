@@ -80,6 +80,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--cascade-api-key", action="append", default=[], help="repeatable (default: conformance-key)")
     group.addoption("--cascade-model", help="the model name requests use (default: claude-sonnet-4-6)")
     group.addoption("--cascade-ledger-path", metavar="PATH", help="where the gateway serves the ledger (/v1/ledger)")
+    group.addoption(
+        "--cascade-native-bridge",
+        action="store_true",
+        default=None,
+        help="the gateway maps tool history to Cascade steps: native-mode examples run, the others do not",
+    )
     group.addoption("--cascade-ready-timeout", type=float, metavar="S", help="seconds to answer (default: 30)")
 
 
@@ -92,6 +98,7 @@ _HTTP_OPTIONS = (
     "--cascade-model",
     "--cascade-ledger-path",
     "--cascade-ready-timeout",
+    "--cascade-native-bridge",
 )
 
 
@@ -155,6 +162,7 @@ def _http_options(config: pytest.Config, spec: str) -> HttpOptions | None:
         api_keys=config.getoption("--cascade-api-key"),
         model=config.getoption("--cascade-model"),
         ledger_path=config.getoption("--cascade-ledger-path"),
+        native_bridge=bool(config.getoption("--cascade-native-bridge")),
         ready_timeout_s=config.getoption("--cascade-ready-timeout"),
         prefix="--cascade-",
     )

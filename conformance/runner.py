@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 from conformance.catalogue import CATALOGUE, Invariant, SelectionError, resolve
-from conformance.properties import Case, Evidence, PreconditionNotMet, Property, properties
-from conformance.targets import Target, TargetError
+from conformance.properties import Case, Evidence, Property, properties
+from conformance.targets import PreconditionNotMet, Target, TargetError
 
 PROFILES = ("ci", "thorough")
 
@@ -228,10 +228,11 @@ def replay_case(prop: Property, target: Target, case: Case) -> Result:
 
 def _lacking(prop: Property, target: Target) -> Result | None:
     """``not checkable`` when the target lacks an operation the property needs."""
-    missing = sorted(prop.needs - target.operations())
+    missing = prop.missing(target.operations())
     if not missing:
         return None
-    return Result(prop.invariant, Status.NOT_CHECKABLE, f"not checkable on this target: it lacks {', '.join(missing)}")
+    lacks = ", ".join(need.replace("|", " or ") for need in missing)
+    return Result(prop.invariant, Status.NOT_CHECKABLE, f"not checkable on this target: it lacks {lacks}")
 
 
 def _partial(unobserved: set[str]) -> str:

@@ -49,7 +49,8 @@ class ControlClient:
     def journal(self, since: int = 0) -> list[dict[str, Any]]:
         """Journal entries from sequence number ``since`` on, oldest first."""
         body = self._request("GET", f"/journal?since={int(since)}")
-        return [json.loads(line) for line in body.decode("utf-8").splitlines() if line.strip()]
+        # Split on "\n" only: JSON escapes it inside strings, but not U+2028, U+0085, ... (splitlines would).
+        return [json.loads(line) for line in body.decode("utf-8").split("\n") if line.strip()]
 
     def state(self) -> dict[str, Any]:
         """Counters (turn_index, sends_accepted, panel_lost, ...) and a summary per cascade."""

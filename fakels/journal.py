@@ -120,7 +120,8 @@ class Journal:
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Entries written by a journal to ``path``, as dicts (``raw_b64`` holds the bytes)."""
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    # "\n" only: JSON escapes it inside strings, but not U+2028, U+0085, ... (splitlines would split there).
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
 
 
 def _with_seq(entry: JournalEntry, seq: int) -> JournalEntry:

@@ -104,7 +104,9 @@ def write_standin(
 
 
 def ports_file(executable: Path) -> Path:
-    """Where a running stand-in reports its ports and pid (beside the executable)."""
+    """Where a running stand-in reports its pid, ports and the CSRF token it was started with (beside
+    the executable): ``{"pid", "grpc", "connect", "control", "csrf_token", "ignored_flags"}``; ``csrf_token``
+    is None when the command line carried no ``--csrf_token``."""
     return executable.with_name(executable.name + ".ports.json")
 
 
@@ -142,6 +144,7 @@ async def _serve(config: dict[str, Any], args: StandinArgs, scenario: Any) -> in
         "grpc": ports.grpc,
         "connect": ports.connect,
         "control": ports.control,
+        "csrf_token": args.csrf_token,
         "ignored_flags": list(args.ignored),
     }
     executable = Path(sys.argv[0]).resolve()

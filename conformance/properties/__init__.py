@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from conformance.catalogue import CATALOGUE, Invariant
-from conformance.targets import Target
+from conformance.targets import PreconditionNotMet, Target
 
 Case = dict[str, Any]
 CaseStrategy = Callable[[Target], st.SearchStrategy[Case]]
@@ -28,14 +28,6 @@ _FAMILY_MODULES = (
     "conformance.properties.so",
     "conformance.properties.acc",
 )
-
-
-class PreconditionNotMet(Exception):
-    """This example cannot judge the invariant (the target never did what the statement is about)."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 def require(condition: bool, reason: str) -> None:
@@ -68,11 +60,21 @@ class Evidence:
 
 @dataclass(frozen=True)
 class Property:
+    """``needs``: the operations the check calls; an entry ``"a|b"`` is met by either (e.g. a
+    conversation played through ``engine.play_turns`` or through ``gateway.chat``)."""
+
     invariant: Invariant
     needs: frozenset[str]
     cases: CaseStrategy
     check: Check
     max_examples: int | None = None
+
+    def missing(self, operations: frozenset[str]) -> list[str]:
+        """The needs ``operations`` does not meet, sorted."""
+        return sorted(need for need in self.needs if not set(need.split("|")) & operations)
+
+    def needs_text(self) -> str:
+        return ", ".join(need.replace("|", " or ") for need in sorted(self.needs))
 
 
 _REGISTRY: dict[str, Property] = {}

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from conformance.fixtures.images import REFUSED_BLOCKS, guard_block, label, png_index
+from conformance.gateway import play_conversation
 from conformance.models.img import (
     DEFAULT_MAX_IMAGE_BYTES,
     ENV_IMAGE_BYTES,
@@ -50,8 +51,6 @@ from conformance.strategies.img import (
 from conformance.targets import Target
 from fakels.decoder import decode
 from fakels.rpcs import RPCS
-from fakels.scenario import Chunk, Scenario, Turn
-from fakels.server import FakeLSThread
 
 _SEND = RPCS["SendUserCascadeMessage"]
 
@@ -109,8 +108,6 @@ def build(
     return sent
 
 
-
-
 _COUNTERS = "history-image counters (attached, drops)"
 
 
@@ -143,8 +140,6 @@ def check_lines(sent: Sent, expected: Model, ordinal_of: Callable[[Slot], int | 
     assert ends, (
         f"the prompt does not end with the current turn {tail!r} after the history; it ends {sent.text[-300:]!r}"
     )
-
-
 
 
 # ---------------------------------------------------------------------------- IMG-1
@@ -312,8 +307,6 @@ def no_history_images_without_vision(target: Target, case: Case, evidence: Evide
 
 # ---------------------------------------------------------------------------- IMG-6
 
-_LS_TOKEN = "conformance-img6-token"
-
 
 def _matches_model(what: str, sent: Sent, conversation: list[dict[str, Any]], native: bool, evidence: Evidence) -> None:
     """``sent`` carries what the kit's model says a fresh build of ``conversation`` carries."""
@@ -329,9 +322,7 @@ def _matches_model(what: str, sent: Sent, conversation: list[dict[str, Any]], na
     )
 
 
-@invariant_property(
-    "IMG-6", needs=("engine.play_turns", "engine.build_send_request"), cases=rebuild_cases, max_examples=20
-)
+@invariant_property("IMG-6", needs=("engine.play_turns|gateway.chat",), cases=rebuild_cases, max_examples=20)
 def rebuild_equals_fresh(target: Target, case: Case, evidence: Evidence) -> None:
     """Turn 1 runs fresh on a cascade that then expires; turn 2 resumes it, is rejected as expired,
     and the target restarts. Judged on the wire against the kit's model: the one Send on the fresh
@@ -339,41 +330,41 @@ def rebuild_equals_fresh(target: Target, case: Case, evidence: Evidence) -> None
     planner mode), as turn 1's own Send does for turn 1. Where the target exposes its counters, its
     resume build of the conversation counts nothing, so the rebuild is the request's only counted
     build. A target that never resumes turn 1's cascade rebuilds nothing: not checkable."""
-    scenario = Scenario(turns=(Turn(chunks=(Chunk(text=case["answer"]),), expire_after=True),))
+    scenario = {"turns": [{"chunks": [{"text": case["answer"]}], "expire_after": True}]}
     native = bool(case["native_mode"])
-    with FakeLSThread(csrf_token=_LS_TOKEN, scenario=scenario) as ls:
-        played = target.call(
-            "engine.play_turns",
-            ls_address=ls.address,
-            csrf_token=_LS_TOKEN,
-            model_uid=MODEL_UID,
-            native_mode=native,
-            turns=[case["first"], case["second"]],
-        )["turns"]
-        sends = ls.journal.entries("SendUserCascadeMessage")
-    evidence.add("play_turns (the target's own report)", played)
-    cascades = [str((e.request or {}).get("cascade_id", "?")) for e in sends]
-    evidence.add("sends", [f"{e.status} {cascade}" for e, cascade in zip(sends, cascades, strict=True)])
+    played = play_conversation(
+        target, scenario, [case["first"], case["second"]], native_mode=native, model_uid=MODEL_UID
+    )
+    first, second = played.turns
+    sends = [e for e in played.journal if e["method"] == "SendUserCascadeMessage"]
+    evidence.add("the target's own report per turn", played.reports)
+    cascades = [str((e.get("request") or {}).get("cascade_id", "?")) for e in sends]
+    evidence.add("sends", [f"{e['status']} {cascade}" for e, cascade in zip(sends, cascades, strict=True)])
     assert sends, "the fake received no SendUserCascadeMessage"
-    assert not sends[0].rejected, f"turn 1's Send was not accepted: {evidence.items['sends']}"
+    assert sends[0]["status"] == "OK", f"turn 1's Send was not accepted: {evidence.items['sends']}"
     require(
         cascades[1:].count(cascades[0]) > 0,
         "the target never resumed turn 1's cascade (turn 2 went to a fresh cascade), so no resume was rejected "
         "and nothing was rebuilt",
     )
-    rejected = [i for i, e in enumerate(sends) if e.rejected]
+    rejected = [i for i, e in enumerate(sends) if e["status"] != "OK"]
     assert len(rejected) == 1, (
         f"expected exactly one rejected Send (the resume of the expired cascade): {evidence.items['sends']}"
     )
     after = sends[rejected[0] + 1 :]
     assert len(after) == 1, f"after the rejected resume {len(after)} Sends went out; the rebuilt history goes out once"
     assert cascades[rejected[0] + 1] != cascades[rejected[0]], "the rebuilt Send went to the expired cascade again"
-    rebuilt = decode_send(after[0].raw)
+    rebuilt = decode_send(base64.b64decode(after[0]["raw_b64"]))
     evidence.add("rebuilt", rebuilt.summary())
-    conversation = [*case["first"], {"role": "assistant", "content": case["answer"]}, *case["second"]]
+    conversation = [*first, {"role": "assistant", "content": case["answer"]}, *second]
     evidence.add("conversation (turn 1's answer is the one the fake scripted)", conversation)
     _matches_model("the rebuilt Send", rebuilt, conversation, native, evidence)
-    _matches_model("turn 1's fresh Send", decode_send(sends[0].raw), list(case["first"]), native, evidence)
+    _matches_model(
+        "turn 1's fresh Send", decode_send(base64.b64decode(sends[0]["raw_b64"])), list(first), native, evidence
+    )
+    if not {"attached", "drops"} <= set(target.capabilities("engine.build_send_request").get("observes", ())):
+        evidence.not_observed(_COUNTERS)
+        return
     resume = build(
         target,
         {"messages": conversation, "env": {}, "tool_preamble": "", "native_mode": native},
@@ -450,4 +441,3 @@ def same_conversation_same_bytes(target: Target, case: Case, evidence: Evidence)
         assert (first.attached, first.drops) == (second.attached, second.drops), (
             f"counters differ between two builds: {first.attached} {first.drops} vs {second.attached} {second.drops}"
         )
-

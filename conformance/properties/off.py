@@ -15,6 +15,7 @@ import base64
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from conformance.gateway import play_conversation
 from conformance.models.off import (
     META,
     SEND,
@@ -37,15 +38,10 @@ from conformance.strategies.off import (
     usage_less_conversations,
 )
 from conformance.targets import Target
-from fakels.scenario import parse_scenario
-from fakels.server import FakeLSThread
-
-_CSRF = "conformance-off-csrf-token"
-_MODEL_UID = "claude-sonnet-4-6"
 
 
-def _journal(fake: FakeLSThread) -> list[dict[str, Any]]:
-    return [e.to_json() for e in fake.journal.entries() if e.method in (META, SEND, START)]
+def _journal(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [dict(e) for e in entries if e["method"] in (META, SEND, START)]
 
 
 def _journal_summary(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -75,24 +71,14 @@ def _play(
     *,
     native_mode: bool = False,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Play ``conversation`` through the target against a fresh kit-started fake LS playing ``scenario``;
-    the target's per-turn answer goes to the evidence only."""
-    with FakeLSThread(csrf_token=_CSRF, scenario=parse_scenario(scenario, source="OFF scenario")) as fake:
-        try:
-            answer = target.call(
-                "engine.play_turns",
-                ls_address=fake.address,
-                csrf_token=_CSRF,
-                model_uid=_MODEL_UID,
-                native_mode=native_mode,
-                turns=conversation,
-            )
-        finally:
-            entries = _journal(fake)
-            evidence.add("fakels journal", _journal_summary(entries))
-    turns: list[dict[str, Any]] = answer["turns"]
-    evidence.add("play_turns (the target's own report)", turns)
-    return turns, entries
+    """Play ``conversation`` through the target against a fake playing ``scenario`` (a fresh
+    kit-started one, or the one an HTTP gateway is wired to); the target's per-turn answer goes to
+    the evidence only."""
+    played = play_conversation(target, scenario, conversation, native_mode=native_mode)
+    entries = _journal(played.journal)
+    evidence.add("fakels journal", _journal_summary(entries))
+    evidence.add("the target's own report per turn", played.reports)
+    return played.reports, entries
 
 
 def _check_turn_count(wire: Sequence[WireTurn], conversation: Sequence[Any]) -> None:
@@ -124,7 +110,7 @@ def parser_keeps_the_record_count(target: Target, case: Case, evidence: Evidence
     assert got == expected, f"parsed usage differs\n  expected: {expected}\n  parsed:   {got}"
 
 
-@invariant_property("OFF-2", needs=("engine.play_turns",), cases=usage_less_conversations, max_examples=20)
+@invariant_property("OFF-2", needs=("engine.play_turns|gateway.chat",), cases=usage_less_conversations, max_examples=20)
 def usage_less_records_advance_the_window(target: Target, case: Case, evidence: Evidence) -> None:
     """Turns whose generator records carry no usage (some or all of them), no failure: every turn
     reads exactly one window, from the number of records its cascade already held (a resumed turn
@@ -204,7 +190,7 @@ def unknown_offsets_stay_unknown(target: Target, case: Case, evidence: Evidence)
             )
 
 
-@invariant_property("OFF-4", needs=("engine.play_turns",), cases=turn_sequences, max_examples=25)
+@invariant_property("OFF-4", needs=("engine.play_turns|gateway.chat",), cases=turn_sequences, max_examples=25)
 def windows_cover_every_record_once(target: Target, case: Case, evidence: Evidence) -> None:
     """2-6 turns, each scripted with 1-4 generator records with or without usage, some followed by
     an expiry (the next resume is rejected and the engine restarts fresh) and some with a failed
@@ -265,7 +251,7 @@ def windows_cover_every_record_once(target: Target, case: Case, evidence: Eviden
 
 
 
-@invariant_property("OFF-5", needs=("engine.play_turns",), cases=tool_conversations, max_examples=20)
+@invariant_property("OFF-5", needs=("engine.play_turns|gateway.chat",), cases=tool_conversations, max_examples=20)
 def additional_steps_delta(target: Target, case: Case, evidence: Evidence) -> None:
     """Native mode, 2-5 turns; a turn adds one user message (or a tool result for a call of the
     previous round) and, usually, an assistant message with 1-3 tool calls, mapped by the native

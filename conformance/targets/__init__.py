@@ -12,7 +12,7 @@ import importlib
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from conformance.targets._base import Target, TargetError, TargetSpecError
+from conformance.targets._base import PreconditionNotMet, Target, TargetError, TargetSpecError
 from conformance.targets._exec import ExecTarget
 from conformance.targets._placeholders import PLACEHOLDERS
 from conformance.targets._python import PythonTarget
@@ -48,6 +48,7 @@ __all__ = [
     "HttpTarget",
     "LaunchSpec",
     "LaunchedGateway",
+    "PreconditionNotMet",
     "PythonTarget",
     "Target",
     "TargetError",

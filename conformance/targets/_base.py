@@ -19,6 +19,16 @@ class TargetSpecError(ValueError):
     """The ``--target`` string cannot be understood."""
 
 
+class PreconditionNotMet(Exception):
+    """This example cannot judge the invariant: the target never did what the statement is about, or
+    (raised by a target's operation) it cannot be asked for this example at all, e.g. a black-box
+    gateway launched with other limits than the example sets."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 class Target(Protocol):
     @property
     def description(self) -> str:

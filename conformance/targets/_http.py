@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import random
 import time
 import urllib.parse
 from collections.abc import Iterable, Iterator, Sequence
@@ -20,7 +21,14 @@ from typing import Any
 import openai
 
 from conformance.ls_handle import LsHandle
-from conformance.targets._base import DeclaredOperations, TargetError, TargetSpecError, check_result, observed
+from conformance.targets._base import (
+    DeclaredOperations,
+    PreconditionNotMet,
+    TargetError,
+    TargetSpecError,
+    check_result,
+    observed,
+)
 from conformance.targets._launch import WIRINGS, LaunchedGateway, LaunchSpec, Wiring, describe_exit
 
 try:
@@ -47,6 +55,9 @@ class HttpOptions:
     model: str = DEFAULT_MODEL
     ledger_path: str | None = None
     request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S
+    # The gateway maps tool history to Cascade steps (field 9): examples played in native mode run
+    # only on such a gateway, the others only on one without.
+    native_bridge: bool = False
 
 
 def loopback_url(text: str) -> tuple[str, int]:
@@ -90,6 +101,7 @@ def http_options(
     model: str | None = None,
     ledger_path: str | None = None,
     ready_timeout_s: float | None = None,
+    native_bridge: bool = False,
     prefix: str = "--",
 ) -> HttpOptions | None:
     """The options of the command line (``prefix``: ``--`` or ``--cascade-``) as HttpOptions;
@@ -103,6 +115,7 @@ def http_options(
         "model": model is not None,
         "ledger-path": ledger_path is not None,
         "ready-timeout": ready_timeout_s is not None,
+        "native-bridge": native_bridge,
     }
     named = [f"{prefix}{name}" for name, present in given.items() if present]
     if not named:
@@ -137,6 +150,7 @@ def http_options(
         api_keys=tuple(api_keys) or (DEFAULT_API_KEY,),
         model=model or DEFAULT_MODEL,
         ledger_path=ledger_path,
+        native_bridge=native_bridge,
     )
 
 
@@ -166,6 +180,9 @@ class HttpTarget(DeclaredOperations):
         self._options = options
         self._caps: dict[str, dict[str, Any]] = {}
         self._ops = frozenset({"gateway.chat"} | ({"gateway.ledger"} if options.ledger_path else set()))
+        if options.launch is not None and options.launch.wiring != "none":
+            # The Send it builds for a conversation is read from the wire of the fake it is wired to.
+            self._ops |= {"engine.build_send_request"}
         self._clients: dict[str, openai.OpenAI] = {}
         self._create_params: frozenset[str] | None = None
         self._gateway: LaunchedGateway | None = None
@@ -198,7 +215,11 @@ class HttpTarget(DeclaredOperations):
 
     def gateway_defaults(self) -> dict[str, Any]:
         """What gateway.start answers on other targets: the callers' API keys and the model name."""
-        return {"api_keys": list(self._options.api_keys), "model": self._options.model}
+        return {
+            "api_keys": list(self._options.api_keys),
+            "model": self._options.model,
+            "native_bridge": self._options.native_bridge,
+        }
 
     def launch_output(self) -> str | None:
         """What the launched gateway wrote to stdout and stderr (None: the kit did not launch it)."""
@@ -206,7 +227,12 @@ class HttpTarget(DeclaredOperations):
 
     def call(self, op: str, **params: Any) -> dict[str, Any]:
         self._before_call(op, params)
-        result = self._chat(params["request"], params["api_key"]) if op == "gateway.chat" else self._ledger()
+        if op == "gateway.chat":
+            result = self._chat(params["request"], params["api_key"])
+        elif op == "engine.build_send_request":
+            result = self._build_send_request(**params)
+        else:
+            result = self._ledger()
         return check_result(op, result, self.description, observed(self.capabilities(op)))
 
     def close(self) -> None:
@@ -279,6 +305,59 @@ class HttpTarget(DeclaredOperations):
             self._clients[api_key] = client
         return client
 
+    # ------------------------------------------------------------------ engine.build_send_request
+
+    def _build_send_request(
+        self,
+        messages: list[dict[str, Any]],
+        model_uid: str,
+        tool_preamble: str,
+        native_mode: bool,
+        is_resume: bool,
+        env: dict[str, str],
+    ) -> dict[str, Any]:
+        """The Send the gateway puts on the wire for ``messages``, sent as one chat request (its own
+        model; a tool preamble stands for a request with tools). Only fresh builds with the gateway's
+        own limits can be asked; other examples are not checkable here (PreconditionNotMet)."""
+        if is_resume:
+            raise PreconditionNotMet("a black-box gateway builds a resume only for a cascade it continues itself")
+        if native_mode != self._options.native_bridge:
+            raise PreconditionNotMet(
+                f"the example needs the native bridge {'on' if native_mode else 'off'}; this gateway has it "
+                f"{'on' if self._options.native_bridge else 'off'} (--native-bridge)"
+            )
+        launched = dict(self._gateway.spec.env) if self._gateway is not None else {}
+        differing = sorted(k for k in {*env, *_limits(launched)} if env.get(k) != launched.get(k))
+        if differing:
+            raise PreconditionNotMet(
+                f"the example sets limits the gateway was not launched with ({', '.join(differing)}; "
+                "pass them with --launch-env to check such examples)"
+            )
+        handle = self.wired_ls()
+        assert handle is not None  # the operation exists only with a wired LS
+        handle.reset()
+        # ``seed`` keeps a gateway's response cache from answering a repeated example without a Send.
+        body: dict[str, Any] = {"model": self._options.model, "messages": messages, "seed": random.randrange(2**31)}
+        if tool_preamble:
+            tool = {"name": "conformance_tool", "description": tool_preamble[:200], "parameters": {"type": "object"}}
+            body["tools"] = [{"type": "function", "function": tool}]
+        answer = self._chat(body, self._options.api_keys[0])
+        entries = handle.journal()
+        sends = [e for e in entries if e.get("method") == "SendUserCascadeMessage"]
+        if not sends:
+            raise TargetError(
+                f"{self.description}: no SendUserCascadeMessage reached the LS for the conversation; the gateway "
+                f"answered {json.dumps(answer)[:400]}"
+            )
+        started = {
+            (e.get("response") or {}).get("cascade_id")
+            for e in entries
+            if e.get("method") == "StartCascade" and e.get("status") == "OK"
+        }
+        if (sends[0].get("request") or {}).get("cascade_id") not in started:
+            raise PreconditionNotMet("the gateway continued a cascade it had pooled instead of building a fresh one")
+        return {"request_b64": sends[0]["raw_b64"]}
+
     # ------------------------------------------------------------------ gateway.ledger
 
     def _ledger(self) -> dict[str, Any]:
@@ -323,6 +402,11 @@ class HttpTarget(DeclaredOperations):
         state = f"the gateway {describe_exit(code)}" if code is not None else "the gateway is still running"
         tail = self._gateway.output_tail()
         return f"{message}; {state}" + (f"; its output ends:\n{tail}" if tail else "")
+
+
+def _limits(env: dict[str, str]) -> dict[str, str]:
+    """The launch environment's settings of the kind examples set (the Cascade prompt builder's)."""
+    return {k: v for k, v in env.items() if k.startswith(("CASCADE_", "WINDSURFAPI_"))}
 
 
 def sse_events(lines: Iterable[str]) -> Iterator[str]:

@@ -75,7 +75,9 @@ class ServedGateway:
 
     def __init__(self, gateway: Gateway, *, host: str = "127.0.0.1") -> None:
         self.gateway = gateway
-        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP, so asyncio sets TCP_NODELAY: uvicorn writes headers and body apart, and without it
+        # each answer waits ~40 ms for the client's delayed ACK (Nagle).
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind((host, 0))
         self.port: int = self._socket.getsockname()[1]

@@ -11,6 +11,7 @@ import pytest
 
 from conformance.catalogue import CATALOGUE
 from conformance.cli import main
+from conformance.operations import HTTP_TARGET_OPERATIONS
 from conformance.properties import properties
 
 NOTHING = "python:tests.support.broken_targets:implements_nothing"  # every invariant: not checkable, at once
@@ -42,8 +43,12 @@ def test_list_shows_all_invariants_wrapped_between_words(capsys: pytest.CaptureF
     for inv_id, lines in blocks.items():
         status = lines[-1]
         if inv_id in registered:
-            assert status.startswith("needs: "), inv_id
             status_lines = [i for i, line in enumerate(lines) if line.startswith("needs: ")]
+            assert len(status_lines) == 1, inv_id
+            kinds = " ".join(lines[status_lines[0] + 1 :])
+            assert kinds.startswith("checkable on: python, exec, "), inv_id
+            over_http = not registered[inv_id].missing(HTTP_TARGET_OPERATIONS)
+            assert kinds.startswith("checkable on: python, exec, http") == over_http, (inv_id, kinds)
             statement_lines = lines[: status_lines[0]]
         else:
             assert status == "not yet implemented", inv_id

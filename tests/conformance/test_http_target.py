@@ -266,8 +266,8 @@ def test_a_stand_in_the_gateway_leaves_running_outside_its_group_is_ended_and_re
 
 
 def test_gateway_defaults_and_operations(dialled: HttpTarget) -> None:
-    assert dialled.gateway_defaults() == {"api_keys": ["k1", "k2"], "model": "m-test"}
-    assert dialled.operations() == frozenset({"gateway.chat", "gateway.ledger"})
+    assert dialled.gateway_defaults() == {"api_keys": ["k1", "k2"], "model": "m-test", "native_bridge": False}
+    assert dialled.operations() == frozenset({"gateway.chat", "gateway.ledger", "engine.build_send_request"})
     assert dialled.kind == "http"
 
 

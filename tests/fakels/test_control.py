@@ -140,6 +140,19 @@ def test_journal_returns_what_the_grpc_calls_sent(
     assert [json.loads(line) for line in body.decode().splitlines()] == entries[1:]
 
 
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85", "\x1c", "\x0b", "\r"])
+def test_journal_text_with_unicode_line_separators_reads_back_whole(
+    stub: ls_grpc.LanguageServerServiceStub, csrf: Metadata, control: ControlClient, separator: str
+) -> None:
+    """JSON keeps these characters raw inside strings; the journal is split on "\\n" only."""
+    start = ls.StartCascadeRequest(metadata=common.Metadata(session_id="s"))
+    cascade_id = stub.StartCascade(start, metadata=csrf).cascade_id
+    text = f"before{separator}after"
+    stub.SendUserCascadeMessage(_send_request(cascade_id, text), metadata=csrf)
+    entries = control.journal()
+    assert entries[-1]["request"]["items"] == [{"text": text}]
+
+
 def test_journal_shows_rejected_calls(stub: ls_grpc.LanguageServerServiceStub, control: ControlClient) -> None:
     with pytest.raises(grpc.RpcError) as caught:
         stub.StartCascade(ls.StartCascadeRequest())  # no CSRF token

@@ -66,6 +66,7 @@ def test_stand_in_serves_and_journals_a_turn_like_the_ls(tmp_path: Path) -> None
         assert isinstance(report["control"], int)
         assert report["control"] > 0
         assert report["ignored_flags"] == GATEWAY_FLAGS
+        assert report["csrf_token"] == "windsurf-api-csrf-fixed-token"
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
@@ -92,6 +93,8 @@ def test_stand_in_checks_the_token_it_was_given(tmp_path: Path) -> None:
         with pytest.raises(grpc.RpcError) as info:
             play_turn(f"127.0.0.1:{port}", "wrong", "hi")
         assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        # written once the fake serves; the refused call above came after that
+        assert json.loads(ports_file(binary).read_text(encoding="utf-8"))["csrf_token"] == "right"
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
