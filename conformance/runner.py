@@ -73,6 +73,8 @@ class RunOptions:
     profile: str = "ci"
     seed: int | None = None
     database: Path | None = None
+    # At most this many examples per property (a quick end-to-end pass, e.g. over HTTP); None: the profile's.
+    max_examples: int | None = None
 
 
 def select(only: Iterable[str] | None) -> list[Property]:
@@ -106,6 +108,8 @@ def hypothesis_settings(options: RunOptions, prop: Property) -> settings:
         raise ValueError(f"unknown profile {options.profile!r}; use one of {', '.join(PROFILES)}")
     thorough = options.profile == "thorough"
     examples = 300 if thorough else (prop.max_examples or 40)
+    if options.max_examples is not None:
+        examples = min(examples, options.max_examples)
     derandomize = not thorough and options.seed is None
     # A derandomized run needs no database: the same inputs come back every time.
     database = DirectoryBasedExampleDatabase(str(options.database)) if options.database and not derandomize else None

@@ -10,6 +10,9 @@ from collections.abc import Sequence
 
 from engine.http.app import DEFAULT_HEARTBEAT_S, DEFAULT_MAX_BODY_BYTES, HttpSettings, caller_id_for_key
 from engine.http.serve import PROG, ServeOptions, run_serve
+from engine.polling import PollSettings
+
+DEFAULT_POLL_INTERVAL_S = PollSettings().poll_interval_s
 
 _LOOPBACK_NAMES = frozenset({"localhost"})
 
@@ -56,6 +59,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--native-bridge", action="store_true", help="map tool history to Cascade steps (field 9)")
     serve.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES, help="largest request body")
     serve.add_argument("--heartbeat-s", type=float, default=DEFAULT_HEARTBEAT_S, help="SSE heartbeat interval")
+    serve.add_argument(
+        "--poll-interval-s",
+        type=float,
+        default=DEFAULT_POLL_INTERVAL_S,
+        help="how often a turn polls the LS (default 0.5, the reference client's; lower against a fast fake LS)",
+    )
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     return parser
 
@@ -73,6 +82,8 @@ def _options(args: argparse.Namespace) -> ServeOptions:
         raise UsageError(f"--port {args.port}: expected 0..65535")
     if args.max_body_bytes < 1 or not args.heartbeat_s > 0:
         raise UsageError("--max-body-bytes must be >= 1 and --heartbeat-s > 0")
+    if not 0.001 <= args.poll_interval_s <= 10:
+        raise UsageError(f"--poll-interval-s {args.poll_interval_s}: expected 0.001..10 seconds")
     return ServeOptions(
         host=args.host,
         port=args.port,
@@ -81,6 +92,7 @@ def _options(args: argparse.Namespace) -> ServeOptions:
         csrf_token=args.csrf_token,
         ls_binary=args.ls_binary,
         native_mode=args.native_bridge,
+        poll_interval_s=args.poll_interval_s,
         log_level=args.log_level,
     )
 

@@ -38,6 +38,8 @@ _BUILT_IN: Final = (
     ModelInfo(name="gpt-5", uid="gpt-5", provider="openai", credit=1.0, vision=True),
     ModelInfo(name="gemini-2.5-pro", uid="gemini-2.5-pro", provider="google", credit=1.0, vision=True),
     ModelInfo(name="swe-1", uid="MODEL_SWE_1", provider="windsurf", credit=0.0, vision=False),
+    # Its label names no provider, so its prompts carry no "[Context: ...]" line (system_prompt.PROVIDERS).
+    ModelInfo(name="cascade-base", uid="MODEL_CASCADE_BASE", provider="windsurf", credit=0.5, vision=True),
 )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import json
-import random
+import secrets
 import time
 import urllib.parse
 from collections.abc import Iterable, Iterator, Sequence
@@ -336,8 +336,9 @@ class HttpTarget(DeclaredOperations):
         handle = self.wired_ls()
         assert handle is not None  # the operation exists only with a wired LS
         handle.reset()
-        # ``seed`` keeps a gateway's response cache from answering a repeated example without a Send.
-        body: dict[str, Any] = {"model": self._options.model, "messages": messages, "seed": random.randrange(2**31)}
+        # ``seed`` keeps a gateway's response cache from answering a repeated example without a Send
+        # (from ``secrets``: Hypothesis seeds the ``random`` module, so every example would draw the same).
+        body: dict[str, Any] = {"model": self._options.model, "messages": messages, "seed": secrets.randbelow(2**31)}
         if tool_preamble:
             tool = {"name": "conformance_tool", "description": tool_preamble[:200], "parameters": {"type": "object"}}
             body["tools"] = [{"type": "function", "function": tool}]

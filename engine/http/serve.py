@@ -28,6 +28,7 @@ import uvicorn
 from engine.http.app import HttpSettings
 from engine.http.gateway import Gateway, GatewayConfig
 from engine.ls_spawn import LsSpawnError, spawn_ls
+from engine.polling import PollSettings
 
 PROG: Final = "cascade-engine"
 GRACEFUL_SHUTDOWN_S: Final = 5
@@ -43,6 +44,7 @@ class ServeOptions:
     csrf_token: str = ""
     ls_binary: str | None = None  # ... or spawn this one (exactly one of the two)
     native_mode: bool = False
+    poll_interval_s: float = PollSettings().poll_interval_s
     log_level: str = "warning"
 
 
@@ -115,7 +117,13 @@ def _run(options: ServeOptions, signals: _Signals) -> int:
             assert options.ls_address is not None
             address, csrf = options.ls_address, options.csrf_token
         gateway = Gateway(
-            GatewayConfig(ls_address=address, csrf_token=csrf, http=options.http, native_mode=options.native_mode)
+            GatewayConfig(
+                ls_address=address,
+                csrf_token=csrf,
+                http=options.http,
+                native_mode=options.native_mode,
+                poll=PollSettings(poll_interval_s=options.poll_interval_s),
+            )
         )
         cleanup.callback(gateway.close)
         config = uvicorn.Config(

@@ -13,7 +13,14 @@ def _model(name: str, credit: float = 1.0) -> ModelInfo:
 
 def test_the_default_catalogue_serves_a_few_known_models() -> None:
     catalogue = ModelCatalogue.default()
-    assert catalogue.names() == ["claude-sonnet-4-6", "claude-opus-4-1", "gpt-5", "gemini-2.5-pro", "swe-1"]
+    assert catalogue.names() == [
+        "claude-sonnet-4-6",
+        "claude-opus-4-1",
+        "gpt-5",
+        "gemini-2.5-pro",
+        "swe-1",
+        "cascade-base",
+    ]
     assert catalogue.get("claude-sonnet-4-6") == ModelInfo(
         name="claude-sonnet-4-6", uid="claude-sonnet-4-6", provider="anthropic", credit=1.0, vision=True
     )
@@ -22,7 +29,7 @@ def test_the_default_catalogue_serves_a_few_known_models() -> None:
     assert swe.uid == "MODEL_SWE_1"
     assert swe.credit == 0.0
     assert not swe.vision
-    assert len(catalogue) == 5
+    assert len(catalogue) == 6
     assert [model.name for model in catalogue] == catalogue.names()
 
 
@@ -50,6 +57,7 @@ def test_the_default_list_names_every_model_with_its_provider() -> None:
         ("gpt-5", "openai"),
         ("gemini-2.5-pro", "google"),
         ("swe-1", "windsurf"),
+        ("cascade-base", "windsurf"),
     ]
 
 
