@@ -206,3 +206,43 @@ def test_partial_passes_show_in_the_run_line_the_report_and_junit(tmp_path: Path
     assert "| IMG-3 | pass (partial: history-image counters (attached, drops) not exposed by the target) |" in report
     junit = (tmp_path / "report" / "junit.xml").read_text(encoding="utf-8")
     assert 'value="pass (partial: history-image counters' in junit
+
+
+# ---------------------------------------------------------------------------- gateways (SO, ACC)
+
+
+@pytest.mark.parametrize("invariant", ["ACC-1", "ACC-2"])
+def test_a_gateway_without_a_cache_is_not_checkable_on_cache_hits(invariant: str) -> None:
+    result = _run(invariant, "gateway_without_cache")
+    assert result.status == Status.NOT_CHECKABLE, (result.status, result.message)
+    assert "never answered a repeated request from a cache" in result.message
+
+
+def test_a_gateway_without_a_cache_still_keeps_its_ledger_equal_to_the_wire() -> None:
+    result = _run("ACC-3", "gateway_without_cache")
+    assert result.status == Status.PASS, (result.status, result.message)
+
+
+@pytest.mark.parametrize("invariant", ["ACC-1", "ACC-3"])
+def test_a_gateway_without_a_ledger_is_not_checkable_on_the_ledger(invariant: str) -> None:
+    result = _run(invariant, "gateway_without_ledger")
+    assert result.status == Status.NOT_CHECKABLE, (result.status, result.message)
+    assert "gateway.ledger" in result.message
+
+
+def test_a_gateway_without_a_ledger_passes_so_2_partially() -> None:
+    result = _run("SO-2", "gateway_without_ledger")
+    assert result.status == Status.PARTIAL, (result.status, result.message)
+    assert "the ledger (usage of the violating turn)" in result.message
+
+
+@pytest.mark.parametrize("invariant", ["SO-1", "SO-2"])
+def test_a_gateway_streaming_violations_fails_so(invariant: str) -> None:
+    result = _run(invariant, "streams_violations")
+    assert result.status == Status.FAIL, (result.status, result.message)
+    assert result.failures
+    assert all(f.case is not None and f.case["stream"] for f in result.failures)
+
+
+def test_a_gateway_streaming_violations_still_passes_the_tool_call_rule() -> None:
+    assert _run("SO-4", "streams_violations").status == Status.PASS

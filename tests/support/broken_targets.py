@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from conformance.targets.reference import ReferenceTarget
+from engine.http.chat import Caller, Sink
+from engine.http.chat_request import ChatRequest
+from engine.http.gateway import Gateway
 from engine.pool import ConversationPool, PoolEntry
+from engine.response_cache import ResponseCache
 
 
 class DropsUnknownFields(ReferenceTarget):
@@ -229,3 +234,48 @@ def forgets_fields() -> ForgetsFields:
 
 def implements_nothing() -> ImplementsNothing:
     return ImplementsNothing()
+
+
+# ---------------------------------------------------------------------------- gateways (SO, ACC)
+
+
+class GatewayWithoutCache(ReferenceTarget):
+    """A legitimate gap: a gateway with no response cache never serves a hit."""
+
+    def _new_gateway(self, ls_address: str, csrf_token: str) -> Gateway:
+        gateway = super()._new_gateway(ls_address, csrf_token)
+        gateway.cache = ResponseCache(enabled=False)
+        gateway.service.cache = gateway.cache
+        return gateway
+
+
+class GatewayWithoutLedger(ReferenceTarget):
+    """A gateway that does not expose its ledger (no gateway.ledger operation)."""
+
+    gateway_ledger = None  # type: ignore[assignment]
+
+
+class StreamsViolations(ReferenceTarget):
+    """Seed 001 D2 as found: the stream arm does not validate, so non-conforming JSON completes."""
+
+    def _new_gateway(self, ls_address: str, csrf_token: str) -> Gateway:
+        gateway = super()._new_gateway(ls_address, csrf_token)
+        original = gateway.service.run
+
+        def run(request: ChatRequest, caller: Caller, emit: Sink, abort: threading.Event | None = None) -> None:
+            original(replace(request, schema=None) if request.stream else request, caller, emit, abort)
+
+        gateway.service.run = run  # type: ignore[method-assign]
+        return gateway
+
+
+def gateway_without_cache() -> GatewayWithoutCache:
+    return GatewayWithoutCache()
+
+
+def gateway_without_ledger() -> GatewayWithoutLedger:
+    return GatewayWithoutLedger()
+
+
+def streams_violations() -> StreamsViolations:
+    return StreamsViolations()
