@@ -20,6 +20,7 @@ from typing import Any
 
 from conformance.ls_handle import InProcessLs, LsHandle
 from conformance.targets import PreconditionNotMet, Target, TargetError
+from conformance.targets._base import excerpt
 from fakels.scenario import parse_scenario
 from fakels.server import FakeLSThread
 
@@ -65,7 +66,7 @@ class GatewayUnderTest:
         body = {"model": self.model, **request}
         answer = self.target.call("gateway.chat", request=body, api_key=self.api_keys[caller % len(self.api_keys)])
         result = ChatAnswer(answer["status"], answer.get("body"), answer.get("events"))
-        self.exchanges.append({"request": _shortened(body), "caller": caller, "answer": result.summary()})
+        self.exchanges.append({"request": excerpt(body), "caller": caller, "answer": result.summary()})
         return result
 
     def journal(self) -> list[dict[str, Any]]:
@@ -103,16 +104,6 @@ def open_gateway(target: Target, scenario: Mapping[str, Any]) -> Iterator[Gatewa
         finally:
             if "gateway.stop" in target.operations():
                 target.call("gateway.stop")
-
-
-def _shortened(value: Any) -> Any:
-    if isinstance(value, str) and len(value) > 200:
-        return f"{value[:100]}... ({len(value)} characters)"
-    if isinstance(value, dict):
-        return {k: _shortened(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_shortened(v) for v in value]
-    return value
 
 
 @dataclass(frozen=True)

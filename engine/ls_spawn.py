@@ -264,16 +264,8 @@ spawn_ls = LsProcess.start
 
 
 def _popen(argv: list[str], out: IO[bytes], workdir: Path) -> subprocess.Popen[bytes]:
-    if sys.platform == "win32":
-        return subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=workdir,
-            env=scrubbed_env(),
-            creationflags=subprocess.CREATE_NEW_PROCESS_GROUP,
-        )
+    # Its own process group (session on POSIX), so stop() can end the LS and anything it started.
+    windows = sys.platform == "win32"
     return subprocess.Popen(
         argv,
         stdin=subprocess.DEVNULL,
@@ -281,7 +273,8 @@ def _popen(argv: list[str], out: IO[bytes], workdir: Path) -> subprocess.Popen[b
         stderr=subprocess.STDOUT,
         cwd=workdir,
         env=scrubbed_env(),
-        start_new_session=True,
+        start_new_session=not windows,
+        creationflags=getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0) if windows else 0,
     )
 
 

@@ -126,7 +126,7 @@ def check_result(op: str, result: Any, who: str, observes: frozenset[str] = froz
                 f" (optional fields of {op}: {', '.join(definition.optional)}; this target declares it observes: "
                 f"{shown}; declare them in the capability 'observes' or leave them out)"
             )
-        shown = json.dumps(_excerpt(result), ensure_ascii=False, default=repr)
+        shown = json.dumps(excerpt(result), ensure_ascii=False, default=repr)
         shown = shown if len(shown) <= 600 else shown[:600] + f"... ({len(shown)} characters)"
         raise TargetError(
             f"{who}: {op} returned a result outside its schema at {where}: {errors[0].message}{hint}\n"
@@ -136,12 +136,12 @@ def check_result(op: str, result: Any, who: str, observes: frozenset[str] = froz
     return result
 
 
-def _excerpt(value: Any) -> Any:
+def excerpt(value: Any) -> Any:
     """``value`` with long strings shortened, so an error shows the shape of a big answer."""
     if isinstance(value, str) and len(value) > 80:
         return f"{value[:40]}... ({len(value)} characters)"
     if isinstance(value, dict):
-        return {k: _excerpt(v) for k, v in value.items()}
+        return {k: excerpt(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_excerpt(v) for v in value[:20]] + ([f"... ({len(value)} items)"] if len(value) > 20 else [])
+        return [excerpt(v) for v in value[:20]] + ([f"... ({len(value)} items)"] if len(value) > 20 else [])
     return value
