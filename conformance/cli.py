@@ -255,7 +255,9 @@ def _run_with_logging_set(args: argparse.Namespace) -> int:
     gateway_log = _save_gateway_output(target, args.report)
     cases = save_failure_cases(results, args.report, target.description)
     junit = write_junit(results, args.report / "junit.xml", target.description)
-    markdown = write_markdown(results, args.report / "report.md", target.description, args.target, cases)
+    markdown = write_markdown(
+        results, args.report / "report.md", target.description, args.target, cases, _http_flags(args)
+    )
     for result in results:
         print(summary_line(result))
     unexpected = [r for r in results if not r.status.ok]
@@ -274,7 +276,7 @@ def _run_with_logging_set(args: argparse.Namespace) -> int:
             counter = f" [{number}/{len(messages)}]" if len(messages) > 1 else ""
             print(f"\n{result.invariant.id} {result.status.value}{counter}: {message}")
         for path in cases.get(result.invariant.id, []):
-            print(f"  replay: {replay_command(path, args.target)}{_http_flags(args)}")
+            print(f"  replay: {replay_command(path, args.target, _http_flags(args))}")
     return EXIT_UNEXPECTED if unexpected else EXIT_OK
 
 

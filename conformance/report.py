@@ -28,11 +28,13 @@ def _clip(text: str, width: int) -> str:
     return cut + "…"
 
 
-def replay_command(case_path: Path, target: str | None) -> str:
+def replay_command(case_path: Path, target: str | None, target_flags: str = "") -> str:
+    """The command that replays one case; ``target_flags``: how the target is reached besides
+    ``--target`` (an HTTP target's --launch, --api-key, ...), already quoted."""
     parts = ["cascade-conformance", "replay", str(case_path)]
     if target:
         parts += ["--target", target]
-    return shlex.join(parts)
+    return shlex.join(parts) + target_flags
 
 
 def _failures(result: Result) -> list[Failure]:
@@ -114,6 +116,7 @@ def write_markdown(
     target_description: str,
     target_spec: str | None,
     cases: dict[str, list[Path]],
+    target_flags: str = "",
 ) -> Path:
     lines = [
         "# Conformance report",
@@ -144,7 +147,14 @@ def write_markdown(
                 lines += ["", heading, "", "```json", _json(failure.evidence), "```"]
             case_path = _case_for(saved, failures, number)
             if case_path is not None:
-                lines += ["", "Replay exactly this case:", "", "```", replay_command(case_path, target_spec), "```"]
+                lines += [
+                    "",
+                    "Replay exactly this case:",
+                    "",
+                    "```",
+                    replay_command(case_path, target_spec, target_flags),
+                    "```",
+                ]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path

@@ -33,6 +33,12 @@ def serve(fake: FakeLSThread, **settings: Any) -> ServedGateway:
     return ServedGateway(Gateway(config)).start()
 
 
+def serve_without_keys(fake: FakeLSThread) -> ServedGateway:
+    """No API keys: every request is the unscoped caller ``anonymous`` (loopback only)."""
+    config = GatewayConfig(ls_address=fake.address, csrf_token=CSRF, poll=PollSettings(poll_interval_s=0.002))
+    return ServedGateway(Gateway(config)).start()
+
+
 @pytest.fixture
 def served(fake: FakeLSThread) -> Iterator[ServedGateway]:
     gateway = serve(fake)

@@ -11,7 +11,7 @@ import pytest
 
 from engine.http.gateway import ServedGateway
 from fakels.server import FakeLSThread
-from tests.engine.http.conftest import KEY_A, KEY_B, MODEL, play, sends
+from tests.engine.http.conftest import KEY_A, KEY_B, MODEL, play, sends, serve_without_keys
 
 USAGE = {"input_tokens": 11, "output_tokens": 4, "cache_read_tokens": 3}
 
@@ -281,3 +281,40 @@ def test_a_tool_call_turn_is_not_judged_against_the_schema(fake: FakeLSThread, s
     finish = [json.loads(e)["choices"][0]["finish_reason"] for e in events[:-1]]
     assert finish[-1] == "tool_calls"
     assert not any("error" in json.loads(e) for e in events[:-1])
+
+
+@pytest.mark.invariant("ACC-2")
+@pytest.mark.parametrize("include_usage", [True, False, None])
+def test_a_streamed_cache_hit_has_the_live_stream_shape(
+    fake: FakeLSThread, served: ServedGateway, include_usage: bool | None
+) -> None:
+    """chat-cache-hit.test.js: the replay's finish chunk and terminal usage chunk look like a live
+    stream's; the usage frame only with include_usage true (O1)."""
+    play(fake, {"chunks": [{"text": "replayed"}], "records": [USAGE]})
+    body: dict[str, object] = {"model": MODEL, "messages": [{"role": "user", "content": "hit"}], "stream": True}
+    if include_usage is not None:
+        body["stream_options"] = {"include_usage": include_usage}
+    live, hit = _events(served, body), _events(served, body)
+    assert len(sends(fake)) == 1
+
+    def shape(events: list[str]) -> list[object]:
+        return [
+            e if e == "[DONE]" else {k: v for k, v in json.loads(e).items() if k not in ("id", "created")}
+            for e in events
+        ]
+
+    assert shape(hit) == shape(live)
+    assert sum("usage" in json.loads(e) for e in hit[:-1]) == (1 if include_usage else 0)
+
+
+def test_an_unauthenticated_caller_gets_no_cross_request_cache_hit(fake: FakeLSThread) -> None:
+    """chat-cache-hit.test.js: a guessed (unscoped) caller never gets another request's answer."""
+    gateway = serve_without_keys(fake)
+    try:
+        play(fake, {"chunks": [{"text": "first"}]}, {"chunks": [{"text": "second"}]})
+        body = {"model": MODEL, "messages": [{"role": "user", "content": "same"}]}
+        answers = [httpx.post(gateway.url + "/v1/chat/completions", json=body, timeout=30).json() for _ in range(2)]
+    finally:
+        gateway.stop()
+    assert [a["choices"][0]["message"]["content"] for a in answers] == ["first", "second"]
+    assert len(sends(fake)) == 2

@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
+from fakels.scenario import parse_scenario
 from fakels.server import FakeLSThread
 from tests.engine.http.conftest import KEY_A, MODEL, serve
 
@@ -36,3 +37,21 @@ def test_body_cap_is_exact(fake: FakeLSThread, size: int, status: int) -> None:
     assert response.status_code == status, response.text
     if status == 413:
         assert response.json()["error"]["code"] == "request_too_large"
+
+
+def test_a_long_wait_is_bridged_by_heartbeats_that_clients_ignore(fake: FakeLSThread) -> None:
+    """``: ping`` comments while the LS is silent (here: a chunk held back 0.6 s, heartbeat 0.1 s)."""
+    fake.load_scenario(parse_scenario({"turns": [{"chunks": [{"text": "a"}, {"text": "b", "delay_s": 0.6}]}]}))
+    served = serve(fake, heartbeat_s=0.1)
+    try:
+        body = {"model": MODEL, "messages": [{"role": "user", "content": "wait"}], "stream": True}
+        with httpx.stream(
+            "POST", served.url + "/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {KEY_A}"}
+        ) as response:
+            lines = [line for line in response.iter_lines() if line]
+    finally:
+        served.stop()
+    assert lines.count(": ping") >= 2
+    data = [line[len("data: ") :] for line in lines if line.startswith("data: ")]
+    assert data[-1] == "[DONE]"
+    assert "".join(json.loads(d)["choices"][0]["delta"].get("content", "") for d in data[:-2]) == "ab"
