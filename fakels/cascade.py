@@ -7,6 +7,7 @@ about transports: :mod:`fakels.service` hands it decoded requests and sends back
 from __future__ import annotations
 
 import itertools
+import secrets
 from dataclasses import dataclass, field
 
 import grpc
@@ -86,8 +87,15 @@ class CascadeState:
 class LanguageServerState:
     """Everything the fake remembers between calls; one instance per server."""
 
-    def __init__(self, scenario: Scenario, clock: Clock) -> None:
+    def __init__(self, scenario: Scenario, clock: Clock, *, id_prefix: str | None = None) -> None:
         self.clock = clock
+        # Like the real LS's UUID-like ids, cascade ids are never handed out twice: the counter
+        # survives resets and scenario loads, and the prefix (random unless given) differs per server.
+        self.id_prefix = id_prefix if id_prefix is not None else secrets.token_hex(4)
+        self._ids = itertools.count(1)
+        self._begin(scenario)
+
+    def _begin(self, scenario: Scenario) -> None:
         self.scenario = scenario
         self.cascades: dict[str, CascadeState] = {}
         self.sends_accepted = 0
@@ -95,10 +103,11 @@ class LanguageServerState:
         self.panel_sessions: set[str] = set()
         self.panel_lost = False
         self.workspace_untrusted = False
-        self._ids = itertools.count(1)
 
     def reset(self, scenario: Scenario | None = None) -> None:
-        self.__init__(scenario or self.scenario, self.clock)  # type: ignore[misc]
+        """Forget every cascade and restart the scenario; ids handed out before stay retired (a Send or
+        poll on one answers not-found)."""
+        self._begin(scenario or self.scenario)
 
     # ------------------------------------------------------------------ warm-up and account
 
@@ -115,9 +124,11 @@ class LanguageServerState:
     def start_cascade(self, session_id: str) -> str:
         self._check_panel(session_id)
         n = next(self._ids)
-        cascade_id = f"fakels-cascade-{n:04d}"
+        cascade_id = f"fakels-cascade-{self.id_prefix}-{n:04d}"
         self.cascades[cascade_id] = CascadeState(
-            cascade_id=cascade_id, trajectory_id=f"fakels-trajectory-{n:04d}", last_used=self.clock.now()
+            cascade_id=cascade_id,
+            trajectory_id=f"fakels-trajectory-{self.id_prefix}-{n:04d}",
+            last_used=self.clock.now(),
         )
         return cascade_id
 

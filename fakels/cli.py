@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import signal
 import sys
 from pathlib import Path
@@ -27,6 +28,12 @@ def _port(text: str) -> int:
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"port out of range (0-65535): {value}")
     return value
+
+
+def _id_prefix(text: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9_.]{1,32}", text):
+        raise argparse.ArgumentTypeError(f"{text!r}: 1-32 letters, digits, '_' or '.'")
+    return text
 
 
 def _positive(text: str) -> int:
@@ -55,6 +62,12 @@ def _parser() -> argparse.ArgumentParser:
         type=_positive,
         default=DEFAULT_MAX_REQUEST_BYTES,
         help=f"reject larger requests with RESOURCE_EXHAUSTED (default {DEFAULT_MAX_REQUEST_BYTES})",
+    )
+    serve.add_argument(
+        "--cascade-id-prefix",
+        type=_id_prefix,
+        help="cascade ids are fakels-cascade-PREFIX-0001, ... (default: a random prefix per server; ids are never "
+        "reused, not even after a reset)",
     )
 
     standin = sub.add_parser("stand-in", help="write an executable a gateway can spawn as its LS binary")
@@ -98,6 +111,7 @@ async def _serve_async(args: argparse.Namespace, scenario: Scenario) -> int:
         scenario=scenario,
         journal_path=args.journal,
         max_request_bytes=args.max_request_bytes,
+        cascade_id_prefix=args.cascade_id_prefix,
     )
     ports = await server.start()
     stop = asyncio.Event()

@@ -51,9 +51,13 @@ class FakeLS:
         journal_path: Path | None = None,
         max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
         clock: Clock | None = None,
+        cascade_id_prefix: str | None = None,
     ) -> None:
         config = ServerConfig(
-            csrf_token=csrf_token, max_request_bytes=max_request_bytes, scenario=scenario or Scenario()
+            csrf_token=csrf_token,
+            max_request_bytes=max_request_bytes,
+            scenario=scenario or Scenario(),
+            cascade_id_prefix=cascade_id_prefix,
         )
         self.core = FakeLanguageServer(config, Journal(journal_path), clock)
         self._wanted = (port, connect_port, control_port)

@@ -59,6 +59,9 @@ class ServerConfig:
     csrf_token: str | None = None
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     scenario: Scenario = field(default_factory=Scenario)
+    # Cascade ids are fakels-cascade-<prefix>-0001, ...: None draws a random prefix per server, so
+    # ids differ across processes; give one where a test needs predictable ids.
+    cascade_id_prefix: str | None = None
 
 
 class FakeLanguageServer:
@@ -68,7 +71,7 @@ class FakeLanguageServer:
         self.config = config
         self.journal = journal if journal is not None else Journal()
         self.clock = clock if clock is not None else SystemClock()
-        self.state = LanguageServerState(config.scenario, self.clock)
+        self.state = LanguageServerState(config.scenario, self.clock, id_prefix=config.cascade_id_prefix)
 
     def load_scenario(self, scenario: Scenario) -> None:
         self.config.scenario = scenario

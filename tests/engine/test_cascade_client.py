@@ -227,7 +227,7 @@ def test_an_error_step_raises_a_typed_model_error(fake: FakeLSThread, harness: H
         harness.turn("x")
     assert info.value.message == "permission_denied: model not allowed"
     assert info.value.kind == "model_error"
-    assert info.value.cascade_id == "fakels-cascade-0001"
+    assert info.value.cascade_id == (fake.journal.last("StartCascade").response or {}).get("cascade_id")
     assert info.value.session_id == "session-1"
     assert META_RPC not in fake.journal.methods()
 

@@ -40,6 +40,8 @@ def test_serve_plays_a_scripted_turn_and_journals_it(tmp_path: Path) -> None:
             str(scenario),
             "--journal",
             str(journal),
+            "--cascade-id-prefix",
+            "cli1",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -67,6 +69,7 @@ def test_serve_plays_a_scripted_turn_and_journals_it(tmp_path: Path) -> None:
         "StartCascade",
         "SendUserCascadeMessage",
     ]
+    assert read_jsonl(journal)[4]["response"] == {"cascade_id": "fakels-cascade-cli1-0001"}
     send = read_jsonl(journal)[5]
     assert send["request"]["items"] == [{"text": "hello"}]
     assert json.loads(json.dumps(send))["status"] == "OK"
@@ -78,6 +81,7 @@ def test_serve_plays_a_scripted_turn_and_journals_it(tmp_path: Path) -> None:
         (["serve", "--port", "70000"], "port out of range"),
         (["serve", "--port", "abc"], "not a port number"),
         (["serve", "--max-request-bytes", "0"], "must be positive"),
+        (["serve", "--cascade-id-prefix", "a b"], "1-32 letters, digits"),
         (["serve", "--scenario", "/nonexistent/s.json"], "cannot read scenario file"),
         (["stand-in"], "--out"),
         ([], "required"),
