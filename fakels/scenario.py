@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from importlib import resources
@@ -174,6 +175,7 @@ def _parse_document(text: str, suffix: str, source: str) -> Any:
 
 def parse_scenario(document: Any, *, source: str = "scenario") -> Scenario:
     """Validate a decoded JSON/YAML document and build the Scenario it describes."""
+    _check_finite(document, source)
     validator = jsonschema.Draft202012Validator(scenario_schema())
     errors = sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))
     if errors:
@@ -185,6 +187,22 @@ def parse_scenario(document: Any, *, source: str = "scenario") -> Scenario:
     scenario = _build(document)
     _check_native_bodies(scenario, source)
     return scenario
+
+
+def _check_finite(value: Any, source: str, path: tuple[str | int, ...] = ()) -> None:
+    """NaN and Infinity parse as JSON numbers in Python and pass ``minimum``/``maximum`` checks
+    (NaN compares false to everything), so every number is checked to be finite first."""
+    if isinstance(value, float) and not math.isfinite(value):
+        where = "/".join(str(p) for p in path) or "<top level>"
+        raise ScenarioError(
+            f"{source}: at {where}: {json.dumps(value)} is not a finite number (scenario numbers must be finite)"
+        )
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            _check_finite(item, source, (*path, str(key)))
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            _check_finite(item, source, (*path, index))
 
 
 def _check_native_bodies(scenario: Scenario, source: str) -> None:

@@ -111,3 +111,40 @@ def test_default_turn_is_a_pure_function_of_the_prompt() -> None:
     assert Scenario().turn(0, "x", 0) == default_turn("x", 0)
     assert FULL.turn(1, "x", 0) is FULL.turns[1]
     assert FULL.turn(2, "x", 0) == default_turn("x", 0)
+
+
+@pytest.mark.parametrize("spelling", ["NaN", "Infinity", "-Infinity"])
+@pytest.mark.parametrize(
+    ("template", "where"),
+    [
+        ('{"turns": [{"chunks": [{"text": "a", "delay_s": %s}]}]}', "turns/0/chunks/0/delay_s"),
+        ('{"cascade_ttl_s": %s}', "cascade_ttl_s"),
+        ('{"turns": [{"records": [{"input_tokens": %s}]}]}', "turns/0/records/0/input_tokens"),
+    ],
+)
+def test_non_finite_numbers_are_refused_with_their_place(spelling: str, template: str, where: str) -> None:
+    """Python's json reads NaN and Infinity, and NaN passes minimum/maximum checks: refused first."""
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario(json.loads(template % spelling), source="s.json")
+    assert (
+        str(caught.value) == f"s.json: at {where}: {spelling} is not a finite number (scenario numbers must be finite)"
+    )
+
+
+@pytest.mark.parametrize(("delay", "ok"), [(3599.5, True), (3600, True), (3600.5, False)])
+def test_delay_is_at_most_an_hour(delay: float, ok: bool) -> None:
+    document = {"turns": [{"chunks": [{"text": "a", "delay_s": delay}]}]}
+    if ok:
+        assert parse_scenario(document).turns[0].chunks[0].delay_s == delay
+    else:
+        with pytest.raises(ScenarioError, match="greater than the maximum of 3600"):
+            parse_scenario(document)
+
+
+@pytest.mark.parametrize(("ttl", "ok"), [(31_535_999, True), (31_536_000, True), (31_536_001, False)])
+def test_cascade_ttl_is_at_most_a_year(ttl: int, ok: bool) -> None:
+    if ok:
+        assert parse_scenario({"cascade_ttl_s": ttl}).cascade_ttl_s == ttl
+    else:
+        with pytest.raises(ScenarioError, match="greater than the maximum of 31536000"):
+            parse_scenario({"cascade_ttl_s": ttl})
