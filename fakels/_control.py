@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import json
 import socket
 from collections.abc import Callable
@@ -55,8 +56,9 @@ class ControlServer:
     handler has not started yet. (This needs a selector event loop, the default on POSIX.)
     """
 
-    def __init__(self, core: FakeLanguageServer) -> None:
+    def __init__(self, core: FakeLanguageServer, *, token: str | None = None) -> None:
         self._core = core
+        self._token = token
         self._listener: socket.socket | None = None
         self._resume: asyncio.TimerHandle | None = None
         self._open: dict[socket.socket, asyncio.Task[None]] = {}
@@ -141,8 +143,10 @@ class ControlServer:
             if head is None:
                 return False, None
             head_only = head.method == "HEAD"
+            self._guard(head)
             handler = self._route(head)
             body = await asyncio.wait_for(read_body(reader, head, MAX_BODY_BYTES), _BODY_TIMEOUT_S)
+            _json_posts_only(head)
             return head_only, handler(Request(head, body))
         except HttpError as exc:
             return head_only, exc.response()
@@ -153,6 +157,23 @@ class ControlServer:
         except Exception as exc:  # a bug in a handler: answer 500, keep serving, no traceback
             message = f"fakels control: internal error: {type(exc).__name__}: {exc}"
             return head_only, HttpError(HTTPStatus.INTERNAL_SERVER_ERROR, message).response()
+
+    def _guard(self, head: RequestHead) -> None:
+        """Only local tools may drive the fake: not a browser page (it sends an Origin; and no CORS
+        preflight precedes a text/plain POST, see :func:`_json_posts_only`), nor a DNS-rebound name
+        (its Host is not ours)."""
+        host = head.headers.get("host", "")
+        if host not in (f"127.0.0.1:{self.port}", f"localhost:{self.port}"):
+            raise HttpError(
+                HTTPStatus.FORBIDDEN,
+                f"Host {host!r} is not this endpoint (127.0.0.1:{self.port}): refused (DNS rebinding guard)",
+            )
+        if "origin" in head.headers:
+            raise HttpError(HTTPStatus.FORBIDDEN, "requests carrying an Origin header (a web page) are refused")
+        if self._token is not None:
+            scheme, _, given = head.headers.get("authorization", "").partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(given.encode(), self._token.encode()):
+                raise HttpError(HTTPStatus.UNAUTHORIZED, "send the control token: Authorization: Bearer <token>")
 
     def _route(self, head: RequestHead) -> _Handler:
         methods = self._routes.get(head.path)
@@ -209,6 +230,17 @@ class ControlServer:
         return json_response(HTTPStatus.OK, {"ok": True})
 
 
+def _json_posts_only(head: RequestHead) -> None:
+    """A browser sends text/plain (or a form) cross-origin without a preflight; JSON it cannot."""
+    if head.method != "POST":
+        return
+    kind = head.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if kind != "application/json":
+        raise HttpError(
+            HTTPStatus.UNSUPPORTED_MEDIA_TYPE, f"POST bodies must be application/json, not {kind or 'untyped'}"
+        )
+
+
 def _drop(conn: socket.socket, writer: asyncio.StreamWriter | None) -> None:
     if writer is not None:
         writer.transport.abort()
@@ -253,8 +285,11 @@ def _json_body(body: bytes) -> Any:
         raise HttpError(HTTPStatus.BAD_REQUEST, f"request body is not valid JSON: {exc}") from None
 
 
-async def start_control_server(core: FakeLanguageServer, host: str, port: int) -> ControlServer:
-    """Serve the control endpoint for ``core`` on ``host:port`` (0 = any free port)."""
-    server = ControlServer(core)
+async def start_control_server(
+    core: FakeLanguageServer, host: str, port: int, *, token: str | None = None
+) -> ControlServer:
+    """Serve the control endpoint for ``core`` on ``host:port`` (0 = any free port); with ``token``,
+    every request must carry ``Authorization: Bearer <token>``."""
+    server = ControlServer(core, token=token)
     await server.start(host, port)
     return server

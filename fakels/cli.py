@@ -64,6 +64,16 @@ def _parser() -> argparse.ArgumentParser:
         help=f"reject larger requests with RESOURCE_EXHAUSTED (default {DEFAULT_MAX_REQUEST_BYTES})",
     )
     serve.add_argument(
+        "--control-token",
+        help="the control endpoint then requires Authorization: Bearer TOKEN (it always refuses other Host names, "
+        "any Origin and non-JSON POST bodies)",
+    )
+    serve.add_argument(
+        "--journal-secrets",
+        action="store_true",
+        help="journal the CSRF token's value (default: only whether it matched and its length)",
+    )
+    serve.add_argument(
         "--cascade-id-prefix",
         type=_id_prefix,
         help="cascade ids are fakels-cascade-PREFIX-0001, ... (default: a random prefix per server; ids are never "
@@ -112,6 +122,8 @@ async def _serve_async(args: argparse.Namespace, scenario: Scenario) -> int:
         journal_path=args.journal,
         max_request_bytes=args.max_request_bytes,
         cascade_id_prefix=args.cascade_id_prefix,
+        record_secrets=args.journal_secrets,
+        control_token=args.control_token,
     )
     ports = await server.start()
     stop = asyncio.Event()

@@ -34,9 +34,10 @@ class ControlError(RuntimeError):
 class ControlClient:
     """Talks to ``http://host:port`` as served by ``fakels serve --control-port``."""
 
-    def __init__(self, port: int, host: str = "127.0.0.1", *, timeout: float = 10.0) -> None:
+    def __init__(self, port: int, host: str = "127.0.0.1", *, timeout: float = 10.0, token: str | None = None) -> None:
         self.base_url = f"http://{host}:{port}"
         self.timeout = timeout
+        self._token = token
 
     def health(self) -> bool:
         """True when the endpoint answers ``{"ok": true}``; False when it is unreachable or unwell."""
@@ -70,6 +71,8 @@ class ControlClient:
         request = urllib.request.Request(self.base_url + path, data=body, method=method)
         if body is not None:
             request.add_header("Content-Type", "application/json")
+        if self._token is not None:
+            request.add_header("Authorization", f"Bearer {self._token}")
         try:
             with _NO_PROXY.open(request, timeout=self.timeout) as response:
                 data: bytes = response.read()

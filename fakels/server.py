@@ -52,13 +52,17 @@ class FakeLS:
         max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
         clock: Clock | None = None,
         cascade_id_prefix: str | None = None,
+        record_secrets: bool = False,
+        control_token: str | None = None,
     ) -> None:
         config = ServerConfig(
             csrf_token=csrf_token,
             max_request_bytes=max_request_bytes,
             scenario=scenario or Scenario(),
             cascade_id_prefix=cascade_id_prefix,
+            record_secrets=record_secrets,
         )
+        self._control_token = control_token
         self.core = FakeLanguageServer(config, Journal(journal_path), clock)
         self._wanted = (port, connect_port, control_port)
         self._grpc: aio.Server | None = None
@@ -87,7 +91,7 @@ class FakeLS:
             self._closers.append(connect.close)
             bound_connect = connect.port
         if control_port is not None:
-            control = await start_control_server(self.core, LOOPBACK, control_port)
+            control = await start_control_server(self.core, LOOPBACK, control_port, token=self._control_token)
             self._closers.append(control.close)
             bound_control = control.port
         self.ports = Ports(grpc=grpc_port, connect=bound_connect, control=bound_control)

@@ -10,6 +10,7 @@ becomes a status code with a clear message and a journal entry.
 from __future__ import annotations
 
 import asyncio
+import hmac
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,9 +60,23 @@ class ServerConfig:
     csrf_token: str | None = None
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     scenario: Scenario = field(default_factory=Scenario)
+    # Journal the CSRF token's value (False: only whether it matched and its length, the default).
+    record_secrets: bool = False
     # Cascade ids are fakels-cascade-<prefix>-0001, ...: None draws a random prefix per server, so
     # ids differ across processes; give one where a test needs predictable ids.
     cascade_id_prefix: str | None = None
+
+
+def _same_secret(given: str, expected: str) -> bool:
+    return hmac.compare_digest(given.encode("utf-8", "surrogatepass"), expected.encode("utf-8", "surrogatepass"))
+
+
+def redacted_token(given: str, expected: str | None) -> str:
+    """What the journal shows for a CSRF token: ``<redacted: matches, 32 characters>``."""
+    if expected is None:
+        return f"<redacted: not checked, {len(given)} characters>"
+    verdict = "matches" if _same_secret(given, expected) else "does not match"
+    return f"<redacted: {verdict}, {len(given)} characters>"
 
 
 class FakeLanguageServer:
@@ -89,7 +104,7 @@ class FakeLanguageServer:
             "transport": call.transport,
             "method": method,
             "path": call.path,
-            "headers": dict(call.headers),
+            "headers": self._journaled_headers(call.headers),
             "raw": raw,
         }
 
@@ -165,9 +180,19 @@ class FakeLanguageServer:
         got = headers.get(CSRF_HEADER)
         if got is None:
             return f"fakels: missing CSRF token: send the {CSRF_HEADER} header"
-        if got != expected:
+        if not _same_secret(got, expected):
             return f"fakels: invalid CSRF token in {CSRF_HEADER}"
         return None
+
+    def _journaled_headers(self, headers: Mapping[str, str]) -> dict[str, str]:
+        """The call's headers as the journal keeps them: the CSRF token's value is replaced by whether
+        it matched and its length (a journal readable over the control endpoint must not leak it),
+        unless ``record_secrets`` is set."""
+        kept = dict(headers)
+        got = kept.get(CSRF_HEADER)
+        if got is not None and not self.config.record_secrets:
+            kept[CSRF_HEADER] = redacted_token(got, self.config.csrf_token)
+        return kept
 
     def _record(
         self,

@@ -137,7 +137,8 @@ def test_spawn_wiring_hands_over_a_runnable_stand_in_reached_through_its_control
         assert play_turn(ls.address, ls.csrf_token, "hello").text == "from the kit's fake"
         entries = ls.journal()
         assert "SendUserCascadeMessage" in [entry["method"] for entry in entries]
-        assert {entry["headers"]["x-codeium-csrf-token"] for entry in entries} == {echo_gateway.TOKEN}
+        redacted = f"<redacted: matches, {len(echo_gateway.TOKEN)} characters>"
+        assert {entry["headers"]["x-codeium-csrf-token"] for entry in entries} == {redacted}
         ls.reset()
         assert ls.journal() == []
         child, gateway = wiring["ls_child"]["pid"], wiring["pid"]

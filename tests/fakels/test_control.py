@@ -48,6 +48,8 @@ def control(port: int) -> ControlClient:
 
 def _raw_http(port: int, data: bytes) -> tuple[int, dict[str, str], bytes]:
     """Send ``data`` as is, read to EOF, split the answer into status, headers and body."""
+    # The endpoint answers only requests addressed to it (Host: 127.0.0.1:PORT).
+    data = data.replace(b"Host: fakels\r\n", f"Host: 127.0.0.1:{port}\r\n".encode(), 1)
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         sock.sendall(data)
         sock.shutdown(socket.SHUT_WR)
@@ -64,7 +66,8 @@ def _raw_http(port: int, data: bytes) -> tuple[int, dict[str, str], bytes]:
 
 def _request(method: str, path: str, body: bytes | None = None, headers: str = "") -> bytes:
     length = "" if body is None else f"Content-Length: {len(body)}\r\n"
-    return f"{method} {path} HTTP/1.1\r\nHost: fakels\r\n{length}{headers}\r\n".encode() + (body or b"")
+    kind = "Content-Type: application/json\r\n" if method == "POST" else ""
+    return f"{method} {path} HTTP/1.1\r\nHost: fakels\r\n{kind}{length}{headers}\r\n".encode() + (body or b"")
 
 
 def _error(body: bytes) -> str:
@@ -130,7 +133,8 @@ def test_journal_returns_what_the_grpc_calls_sent(
     assert entries[1]["request"]["cascade_id"] == cascade_id
     assert entries[1]["request"]["items"] == [{"text": "hello from the test"}]
     assert entries[1]["request"]["metadata"] == {"ide_name": "windsurf", "session_id": "session-1"}
-    assert entries[1]["headers"]["x-codeium-csrf-token"] == dict(csrf)["x-codeium-csrf-token"]
+    token = dict(csrf)["x-codeium-csrf-token"]
+    assert entries[1]["headers"]["x-codeium-csrf-token"] == f"<redacted: matches, {len(token)} characters>"
     assert entries[0]["response"] == {"cascade_id": cascade_id}
 
     assert control.journal(since=1) == entries[1:]
@@ -257,7 +261,7 @@ def test_reset_clears_journal_and_cascades(
         (_request("POST", "/scenario", b"\xff\xfe"), 400, "not UTF-8"),
         (_request("POST", "/scenario", b""), 400, "empty request body"),
         (_request("POST", "/scenario", b"[]"), 400, "is not of type 'object'"),
-        (b"POST /scenario HTTP/1.1\r\nContent-Length: 10\r\n\r\n{}", 400, "ended after 2 of 10 bytes"),
+        (b"POST /scenario HTTP/1.1\r\nHost: fakels\r\nContent-Length: 10\r\n\r\n{}", 400, "ended after 2 of 10 bytes"),
         (_request("GET", "/journal?since=-1"), 400, "since"),
         (_request("GET", "/journal?since=x"), 400, "since"),
         (b"GARBAGE\r\n\r\n", 400, "malformed request line"),
@@ -371,3 +375,75 @@ def test_a_handler_failure_is_a_500_without_traceback(fake_ls: FakeLSThread, con
     assert "Traceback" not in message
     control.reset()
     assert control.state()["cascades"] == []
+
+
+# ------------------------------------------------------------------ who may drive the fake
+
+
+def test_a_cross_origin_text_plain_post_from_a_web_page_is_refused(
+    fake_ls: FakeLSThread, port: int, control: ControlClient
+) -> None:
+    """A browser sends this without a CORS preflight: it must not load a scenario."""
+    body = json.dumps(SCRIPTED).encode()
+    page = "Origin: https://attacker.example\r\nContent-Type: text/plain\r\n"
+    status, _, answer = _raw_http(
+        port, _request("POST", "/scenario", body, headers=page).replace(b"Content-Type: application/json\r\n", b"", 1)
+    )
+    assert (status, _error(answer)) == (403, "requests carrying an Origin header (a web page) are refused")
+    status, _, answer = _raw_http(port, _request("POST", "/reset", b"").replace(b"application/json", b"text/plain", 1))
+    assert (status, _error(answer)) == (415, "POST bodies must be application/json, not text/plain")
+    assert control.state()["scenario_turns"] == 0
+
+
+@pytest.mark.parametrize("host", ["attacker.example", "attacker.example:{port}", "127.0.0.1", "127.0.0.1:1", ""])
+def test_a_request_for_another_host_is_refused(port: int, host: str) -> None:
+    """DNS rebinding: a page whose name now resolves to 127.0.0.1 still sends its own Host."""
+    line = f"Host: {host.format(port=port)}\r\n" if host else ""
+    status, _, answer = _raw_http(port, f"GET /journal HTTP/1.1\r\n{line}\r\n".encode())
+    assert status == 403
+    assert "DNS rebinding guard" in _error(answer)
+
+
+def test_localhost_by_name_is_this_endpoint(port: int) -> None:
+    status, _, _ = _raw_http(port, f"GET /healthz HTTP/1.1\r\nHost: localhost:{port}\r\n\r\n".encode())
+    assert status == 200
+
+
+@pytest.mark.parametrize(
+    ("authorization", "status"),
+    [
+        (None, 401),
+        ("Bearer s3cret-token", 200),
+        ("Bearer S3CRET-TOKEN", 401),
+        ("Bearer  s3cret-token", 401),
+        ("Bearer s3cret-tok", 401),
+        ("Bearer s3cret-tokenx", 401),
+        ("Basic s3cret-token", 401),
+        ("bearer s3cret-token", 200),
+    ],
+)
+def test_a_control_token_is_compared_exactly(csrf: Metadata, authorization: str | None, status: int) -> None:
+    with FakeLSThread(csrf_token=dict(csrf)["x-codeium-csrf-token"], control_port=0, control_token="s3cret-token") as f:
+        port = f.ports.control
+        assert port is not None
+        line = f"Authorization: {authorization}\r\n" if authorization is not None else ""
+        got, _, _ = _raw_http(port, f"GET /state HTTP/1.1\r\nHost: fakels\r\n{line}\r\n".encode())
+        assert got == status
+        assert ControlClient(port, token="s3cret-token").state()["journal_entries"] == 0
+
+
+def test_the_journal_keeps_whether_the_csrf_token_matched_not_its_value(
+    stub: ls_grpc.LanguageServerServiceStub, control: ControlClient
+) -> None:
+    with pytest.raises(grpc.RpcError):
+        stub.Heartbeat(ls.HeartbeatRequest(), metadata=[("x-codeium-csrf-token", "wrong-token")])
+    entry = control.journal()[-1]
+    assert entry["headers"]["x-codeium-csrf-token"] == "<redacted: does not match, 11 characters>"
+    assert "wrong-token" not in json.dumps(control.journal())
+
+
+def test_secrets_are_journaled_only_when_asked(csrf: Metadata) -> None:
+    token = dict(csrf)["x-codeium-csrf-token"]
+    with FakeLSThread(csrf_token=token, record_secrets=True) as fake, grpc.insecure_channel(fake.address) as channel:
+        ls_grpc.LanguageServerServiceStub(channel).Heartbeat(ls.HeartbeatRequest(), metadata=csrf)
+        assert fake.journal.last("Heartbeat").headers["x-codeium-csrf-token"] == token

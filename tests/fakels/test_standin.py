@@ -73,7 +73,8 @@ def test_stand_in_serves_and_journals_a_turn_like_the_ls(tmp_path: Path) -> None
     assert proc.returncode == 0
     entries = read_jsonl(journal)
     assert [e["method"] for e in entries][4:6] == ["StartCascade", "SendUserCascadeMessage"]
-    assert all(e["headers"]["x-codeium-csrf-token"] == "windsurf-api-csrf-fixed-token" for e in entries)
+    token = "windsurf-api-csrf-fixed-token"
+    assert all(e["headers"]["x-codeium-csrf-token"] == f"<redacted: matches, {len(token)} characters>" for e in entries)
     assert entries[5]["request"]["items"] == [{"text": "hi there"}]
 
 
