@@ -126,6 +126,7 @@ class _Front:
 
     async def chat(self, request: Request) -> Response:
         try:
+            _no_cross_origin_post(request)
             caller = self._caller(request)
             chat = parse_chat_request(await self._json_body(request), self._catalogue)
         except ApiError as exc:
@@ -223,6 +224,18 @@ class _Front:
 
     async def healthz(self, request: Request) -> Response:
         return JSONResponse({"ok": True})
+
+
+def _no_cross_origin_post(request: Request) -> None:
+    """A web page must not drive a turn with its visitor's credentials: a browser sends an Origin,
+    and posts text/plain or form bodies cross-origin without a CORS preflight; JSON it cannot."""
+    if "origin" in request.headers:
+        raise ApiError(403, "requests carrying an Origin header (a web page) are refused", code="cross_origin")
+    kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if kind != "application/json":
+        raise ApiError(
+            415, f"the body must be application/json, not {kind or 'untyped'}", code="unsupported_media_type"
+        )
 
 
 _NO_CACHE = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}

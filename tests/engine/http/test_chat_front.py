@@ -236,7 +236,9 @@ def test_bad_input_gets_an_openai_error(
     fake: FakeLSThread, served: ServedGateway, body: bytes, status: int, param: str | None
 ) -> None:
     response = httpx.post(
-        served.url + "/v1/chat/completions", content=body, headers={"Authorization": f"Bearer {KEY_A}"}
+        served.url + "/v1/chat/completions",
+        content=body,
+        headers={"Authorization": f"Bearer {KEY_A}", "Content-Type": "application/json"},
     )
     assert response.status_code == status
     error = response.json()["error"]
@@ -318,3 +320,24 @@ def test_an_unauthenticated_caller_gets_no_cross_request_cache_hit(fake: FakeLST
         gateway.stop()
     assert [a["choices"][0]["message"]["content"] for a in answers] == ["first", "second"]
     assert len(sends(fake)) == 2
+
+
+@pytest.mark.parametrize(
+    ("headers", "status", "code"),
+    [
+        ({"Origin": "https://attacker.example", "Content-Type": "application/json"}, 403, "cross_origin"),
+        ({"Content-Type": "text/plain"}, 415, "unsupported_media_type"),
+        ({"Content-Type": "application/x-www-form-urlencoded"}, 415, "unsupported_media_type"),
+        ({}, 415, "unsupported_media_type"),
+    ],
+)
+def test_no_turn_from_a_web_page(
+    fake: FakeLSThread, served: ServedGateway, headers: dict[str, str], status: int, code: str
+) -> None:
+    """Cross-origin posts a browser sends without a preflight (text/plain, forms) or with an Origin."""
+    body = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": "x"}]}).encode()
+    response = httpx.post(
+        served.url + "/v1/chat/completions", content=body, headers={"Authorization": f"Bearer {KEY_A}", **headers}
+    )
+    assert (response.status_code, response.json()["error"]["code"]) == (status, code)
+    assert sends(fake) == []
