@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from conformance.ls_handle import InProcessLs, LsHandle
+from conformance.properties import require
 from conformance.targets import PreconditionNotMet, Target, TargetError
 from conformance.targets._base import excerpt
 from fakels.scenario import parse_scenario
@@ -27,11 +28,6 @@ from fakels.server import FakeLSThread
 _CSRF = "conformance-gateway-csrf-token"
 # The model uid conversations are played with on in-process targets (HTTP targets use their --model).
 MODEL_UID = "claude-sonnet-4-6"
-
-
-def require_here(condition: bool, reason: str) -> None:
-    if not condition:
-        raise PreconditionNotMet(reason)
 
 
 @dataclass(frozen=True)
@@ -134,7 +130,7 @@ def play_conversation(
         return _play_in_process(target, scenario, turns, native_mode, model_uid)
     if wired:
         native = bool(target.gateway_defaults().get("native_bridge", False))  # type: ignore[attr-defined]
-        require_here(
+        require(
             native == native_mode,
             f"the example needs a gateway with the native bridge {_on(native_mode)}, "
             f"this one has it {_on(native)} (declare it with --native-bridge)",

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-SEND = "SendUserCascadeMessage"
-META = "GetCascadeTrajectoryGeneratorMetadata"
+from conformance.models.off import META, SEND
+
 CATEGORIES = {
     "input": "input_tokens",
     "output": "output_tokens",
@@ -21,8 +21,13 @@ CATEGORIES = {
 }
 
 
+def sends(entries: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The Sends the fake accepted, in order: one per upstream turn."""
+    return [e for e in entries if e.get("method") == SEND and e.get("status") == "OK"]
+
+
 def accepted_sends(entries: Sequence[Mapping[str, Any]]) -> int:
-    return sum(1 for e in entries if e.get("method") == SEND and e.get("status") == "OK")
+    return len(sends(entries))
 
 
 def _count(value: object) -> int:

@@ -8,17 +8,14 @@ and what the fake received. Cases come from :mod:`conformance.strategies.so`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from conformance.gateway import ChatAnswer, GatewayUnderTest, open_gateway
-from conformance.models.acc import delta, served_tokens
+from conformance.models.acc import delta, sends, served_tokens
 from conformance.models.so import VIOLATION_CODE, StreamView, comparable_frames, error_code
 from conformance.properties import Case, Evidence, invariant_property
 from conformance.strategies.so import conforming_cases, tool_call_cases, violating_cases
 from conformance.targets import Target
-
-SEND = "SendUserCascadeMessage"
 
 
 def _turn(case: Case) -> dict[str, Any]:
@@ -56,10 +53,6 @@ def _is_one_typed_error(answer: ChatAnswer) -> str | None:
     return None if code == VIOLATION_CODE else f"one error frame with code {code!r}"
 
 
-def _sends(entries: list[dict[str, Any]]) -> list[Mapping[str, Any]]:
-    return [e for e in entries if e.get("method") == SEND and e.get("status") == "OK"]
-
-
 @invariant_property("SO-1", needs=("gateway.chat",), cases=violating_cases, max_examples=25)
 def violation_is_one_typed_error(target: Target, case: Case, evidence: Evidence) -> None:
     """A json_schema request whose upstream answer the kit's model says violates the schema (wrong
@@ -69,7 +62,7 @@ def violation_is_one_typed_error(target: Target, case: Case, evidence: Evidence)
         answer = gw.chat(_request(gw, case, "Answer as JSON"))
         entries = gw.journal()
     evidence.add("exchanges", gw.exchanges)
-    assert len(_sends(entries)) == 1, f"the fake accepted {len(_sends(entries))} Sends for one request"
+    assert len(sends(entries)) == 1, f"the fake accepted {len(sends(entries))} Sends for one request"
     problem = _is_one_typed_error(answer)
     assert problem is None, f"a non-conforming answer ({case['violation']}) reached the client as {problem}"
 
@@ -85,7 +78,7 @@ def violating_turn_is_not_kept(target: Target, case: Case, evidence: Evidence) -
         before = gw.ledger() if gw.has_ledger else None
         first = gw.chat(_request(gw, case, "Answer as JSON"))
         after_first = gw.ledger() if gw.has_ledger else None
-        bad_cascade = _sends(gw.journal())[-1]["request"].get("cascade_id")
+        bad_cascade = sends(gw.journal())[-1]["request"].get("cascade_id")
         follow_up = {
             "messages": [
                 {"role": "user", "content": gw.tag("Answer as JSON")},
@@ -95,25 +88,25 @@ def violating_turn_is_not_kept(target: Target, case: Case, evidence: Evidence) -
             "stream": case["stream"],
         }
         gw.chat(follow_up)
-        sends_before_retry = len(_sends(gw.journal()))
+        sends_before_retry = len(sends(gw.journal()))
         gw.chat(_request(gw, case, "Answer as JSON"))
         entries = gw.journal()
     evidence.add("exchanges", gw.exchanges)
-    sends = _sends(entries)
+    accepted = sends(entries)
     assert _is_one_typed_error(first) is None, f"the violating turn was not refused: {_is_one_typed_error(first)}"
-    resumed = [s["seq"] for s in sends[1:] if s["request"].get("cascade_id") == bad_cascade]
+    resumed = [s["seq"] for s in accepted[1:] if s["request"].get("cascade_id") == bad_cascade]
     assert not resumed, (
         f"the follow-up resumed cascade {bad_cascade} of the violating turn (Send seq {resumed}): it was committed "
         "to session continuity"
     )
-    assert len(sends) == sends_before_retry + 1, (
+    assert len(accepted) == sends_before_retry + 1, (
         "the violating request, sent again, never reached the LS: it was cached"
     )
     if before is None or after_first is None:
         evidence.not_observed("the ledger (usage of the violating turn)")
         return
     gained = delta(before, after_first)["tokens"]
-    expected = served_tokens([e for e in entries if e["seq"] < sends[1]["seq"]])
+    expected = served_tokens([e for e in entries if e["seq"] < accepted[1]["seq"]])
     assert gained == expected, (
         f"the violating turn's upstream usage was not recorded: ledger gained {gained}, wire {expected}"
     )
