@@ -122,6 +122,12 @@ def _target_option(parser: argparse.ArgumentParser) -> None:
         help="the gateway maps tool history to Cascade steps (field 9): native-mode examples run, the others do not",
     )
     http.add_argument(
+        "--store-limits",
+        metavar="LIMITS",
+        help="the response store limits the gateway was launched with, max_messages=N,max_entry_bytes=SIZE "
+        "(default: the reference's, max_messages=400,max_entry_bytes=32m)",
+    )
+    http.add_argument(
         "--ready-timeout", type=float, metavar="S", help="seconds the launched gateway has to answer (default: 30)"
     )
 
@@ -138,6 +144,7 @@ def _load_target(args: argparse.Namespace) -> Target:
         ledger_path=args.ledger_path,
         ready_timeout_s=args.ready_timeout,
         native_bridge=bool(args.native_bridge),
+        store_limits=args.store_limits,
     )
     return load_target(args.target, call_timeout_s=args.call_timeout, http=http)
 
@@ -152,6 +159,7 @@ def _http_flags(args: argparse.Namespace) -> str:
         ("--model", args.model),
         ("--ledger-path", args.ledger_path),
         ("--ready-timeout", args.ready_timeout),
+        ("--store-limits", args.store_limits),
     ):
         if value is not None:
             words += [flag, str(value)]

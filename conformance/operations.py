@@ -257,12 +257,92 @@ _GATEWAY_OPERATIONS = (
     ),
 )
 
+_STORE_LIMITS = _object(
+    {"max_messages": {"type": "integer", "minimum": 1}, "max_entry_bytes": {"type": "integer", "minimum": 1}}
+)
+_CALLER = {"type": "integer", "minimum": 0, "maximum": 1}
+_ITEMS = {"type": "array", "items": {"type": "object"}}
+_ANSWER = {
+    "oneOf": [
+        _object({"text": {"type": "string"}}),
+        _object({"tool_call": _object({"name": {"type": "string", "minLength": 1}, "arguments": {"type": "string"}})}),
+    ]
+}
+
+_STORE_OPERATIONS = (
+    Operation(
+        name="store.open",
+        summary="Open a fresh, empty response store trimming to these limits (the most messages an entry keeps, "
+        "and the entry byte budget its trimming works to).",
+        params=_object({"limits": _STORE_LIMITS}),
+        result=_object({}),
+        capabilities={
+            "fixed_limits": {
+                **_STORE_LIMITS,
+                "description": "the limits this store always has (a gateway launched with them): examples are "
+                "drawn for these, and store.open is only called with them",
+            },
+            "shapes": {
+                "type": "array",
+                "items": {"enum": ["chat", "responses"]},
+                "uniqueItems": True,
+                "minItems": 1,
+                "description": "the conversation shapes store.put takes: Chat messages, Responses items "
+                "(default: both)",
+            },
+        },
+    ),
+    Operation(
+        name="store.put",
+        summary="Store a Responses turn for caller 0 or 1: the conversation in (Chat messages or Responses items) "
+        "and the model's answer out (a text, or one tool call), as the target's Responses front stores a turn. "
+        "Answers the entry's id and the output items the target appended after the conversation (as the client "
+        "got them), or why the write was rejected.",
+        params=_object({"messages": _ITEMS, "caller": _CALLER, "answer": _ANSWER}),
+        result={
+            "oneOf": [
+                _object(
+                    {
+                        "id": {"type": "string", "minLength": 1},
+                        "appended": _ITEMS,
+                        "warnings": {"type": "array", "items": {"type": "string"}},
+                    }
+                ),
+                _object({"rejected": {"type": "string", "minLength": 1}}),
+            ]
+        },
+        optional=("warnings",),
+    ),
+    Operation(
+        name="store.get",
+        summary="Read an entry as `caller`: the stored conversation verbatim (notices included) and the answer "
+        "text the target serves back from it as model output (null: none); or not found.",
+        params=_object({"id": {"type": "string"}, "caller": _CALLER}),
+        result={
+            "oneOf": [
+                _object({"messages": _ITEMS, "answer": {"type": ["string", "null"]}}),
+                _object({"not_found": {"const": True}}),
+            ]
+        },
+    ),
+    Operation(
+        name="store.delete",
+        summary="Delete an entry as `caller`; answers whether an entry was deleted.",
+        params=_object({"id": {"type": "string"}, "caller": _CALLER}),
+        result=_object({"deleted": {"type": "boolean"}}),
+    ),
+)
+
 # What a black-box gateway over HTTP can offer (conformance/targets/_http.py): chat, the ledger when it
-# exposes one (--ledger-path), and the Send it builds for a conversation, read from the fake's wire.
-HTTP_TARGET_OPERATIONS = frozenset({"gateway.chat", "gateway.ledger", "engine.build_send_request"})
+# exposes one (--ledger-path), the Send it builds for a conversation, read from the fake's wire, and its
+# response store through the Responses API.
+HTTP_TARGET_OPERATIONS = frozenset(
+    {"gateway.chat", "gateway.ledger", "engine.build_send_request"}
+    | {"store.open", "store.put", "store.get", "store.delete"}
+)
 
 OPERATIONS: dict[str, Operation] = {
-    op.name: op for op in (*_OPERATIONS, *_ENGINE_OPERATIONS, *_GATEWAY_OPERATIONS)
+    op.name: op for op in (*_OPERATIONS, *_ENGINE_OPERATIONS, *_GATEWAY_OPERATIONS, *_STORE_OPERATIONS)
 }
 
 

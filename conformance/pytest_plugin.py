@@ -87,6 +87,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the gateway maps tool history to Cascade steps: native-mode examples run, the others do not",
     )
     group.addoption("--cascade-ready-timeout", type=float, metavar="S", help="seconds to answer (default: 30)")
+    group.addoption(
+        "--cascade-store-limits",
+        metavar="LIMITS",
+        help="the gateway's response store limits: max_messages=N,max_entry_bytes=SIZE (default: the reference's)",
+    )
 
 
 _HTTP_OPTIONS = (
@@ -99,6 +104,7 @@ _HTTP_OPTIONS = (
     "--cascade-ledger-path",
     "--cascade-ready-timeout",
     "--cascade-native-bridge",
+    "--cascade-store-limits",
 )
 
 
@@ -164,6 +170,7 @@ def _http_options(config: pytest.Config, spec: str) -> HttpOptions | None:
         ledger_path=config.getoption("--cascade-ledger-path"),
         native_bridge=bool(config.getoption("--cascade-native-bridge")),
         ready_timeout_s=config.getoption("--cascade-ready-timeout"),
+        store_limits=config.getoption("--cascade-store-limits"),
         prefix="--cascade-",
     )
 

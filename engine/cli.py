@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import logging
+import math
 import sys
 from collections.abc import Sequence
 
 from engine.http.app import DEFAULT_HEARTBEAT_S, DEFAULT_MAX_BODY_BYTES, HttpSettings, caller_id_for_key
 from engine.http.serve import PROG, ServeOptions, run_serve
 from engine.polling import PollSettings
+from engine.response_store import StoreLimits, parse_byte_size
 
 DEFAULT_POLL_INTERVAL_S = PollSettings().poll_interval_s
 
@@ -38,7 +40,8 @@ def _parser() -> argparse.ArgumentParser:
     serve = commands.add_parser(
         "serve",
         help="serve the OpenAI-compatible HTTP front",
-        description="Serve /v1/chat/completions, /v1/models, /v1/ledger, /metrics and /metrics.json in front of a "
+        description="Serve /v1/chat/completions, /v1/responses, /v1/models, /v1/ledger, /metrics and /metrics.json "
+        "in front of a "
         "Cascade language server, dialled at --ls-address or spawned from --ls-binary. Runs until SIGINT or "
         "SIGTERM, then stops the language server it spawned and exits 0.",
     )
@@ -66,7 +69,47 @@ def _parser() -> argparse.ArgumentParser:
         help="how often a turn polls the LS (default 0.5, the reference client's; lower against a fast fake LS)",
     )
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    _store_arguments(serve.add_argument_group("response store (/v1/responses, docs/responses-api.md)"))
     return parser
+
+
+def _store_arguments(group: argparse._ArgumentGroup) -> None:
+    limits = StoreLimits()
+    group.add_argument(
+        "--store",
+        default="memory",
+        metavar="SPEC",
+        help="where stored responses live: memory (default), sqlite:PATH (survives restarts) or off",
+    )
+    group.add_argument(
+        "--store-ttl-s", type=float, metavar="SECONDS", default=limits.ttl_s, help="idle time to live (default 3600)"
+    )
+    group.add_argument(
+        "--store-max-age-s",
+        type=float,
+        metavar="SECONDS",
+        default=limits.max_age_s,
+        help="absolute age limit (default 86400)",
+    )
+    group.add_argument(
+        "--store-max-entries", type=int, metavar="N", default=limits.max_entries, help="entries (default 2000)"
+    )
+    group.add_argument(
+        "--store-max-messages",
+        type=int,
+        metavar="N",
+        default=limits.max_messages,
+        help="items kept per entry (default 400)",
+    )
+    group.add_argument(
+        "--store-max-bytes", default="128m", metavar="SIZE", help="total size, e.g. 400k, 64m (default 128m)"
+    )
+    group.add_argument(
+        "--store-max-entry-bytes", metavar="SIZE", help="size of one entry (default max(64k, max-bytes/4))"
+    )
+    group.add_argument(
+        "--store-min-tenant-bytes", metavar="SIZE", help="a tenant's byte floor (default max(256k, max-bytes/64))"
+    )
 
 
 def _options(args: argparse.Namespace) -> ServeOptions:
@@ -84,7 +127,10 @@ def _options(args: argparse.Namespace) -> ServeOptions:
         raise UsageError("--max-body-bytes must be >= 1 and --heartbeat-s > 0")
     if not 0.001 <= args.poll_interval_s <= 10:
         raise UsageError(f"--poll-interval-s {args.poll_interval_s}: expected 0.001..10 seconds")
+    store, limits = _store_options(args)
     return ServeOptions(
+        store=store,
+        store_limits=limits,
         host=args.host,
         port=args.port,
         http=HttpSettings(api_keys=keys, max_body_bytes=args.max_body_bytes, heartbeat_s=args.heartbeat_s),
@@ -95,6 +141,55 @@ def _options(args: argparse.Namespace) -> ServeOptions:
         poll_interval_s=args.poll_interval_s,
         log_level=args.log_level,
     )
+
+
+def _store_options(args: argparse.Namespace) -> tuple[str, StoreLimits]:
+    spec = args.store
+    if spec not in ("memory", "off") and not (spec.startswith("sqlite:") and len(spec) > len("sqlite:")):
+        raise UsageError(f"--store {spec!r}: expected memory, sqlite:PATH or off")
+    for option, value in (("--store-ttl-s", args.store_ttl_s), ("--store-max-age-s", args.store_max_age_s)):
+        if not (math.isfinite(value) and value > 0):
+            raise UsageError(f"{option} {value}: expected a positive number of seconds")
+    for option, count in (
+        ("--store-max-entries", args.store_max_entries),
+        ("--store-max-messages", args.store_max_messages),
+    ):
+        if count < 1:
+            raise UsageError(f"{option} {count}: expected a positive integer")
+    sizes: dict[str, int | None] = {}
+    for option, text in (
+        ("--store-max-bytes", args.store_max_bytes),
+        ("--store-max-entry-bytes", args.store_max_entry_bytes),
+        ("--store-min-tenant-bytes", args.store_min_tenant_bytes),
+    ):
+        if text is None:
+            sizes[option] = None
+            continue
+        try:
+            size = parse_byte_size(text)
+        except ValueError:
+            raise UsageError(
+                f"{option} {text!r}: expected a byte size such as 400k, 64m or 1g (units b, k, m, g)"
+            ) from None
+        if size < 1:
+            raise UsageError(f"{option} {text!r}: expected a size of at least 1 byte")
+        sizes[option] = size
+    max_bytes = sizes["--store-max-bytes"]
+    assert max_bytes is not None
+    limits = StoreLimits(
+        ttl_s=args.store_ttl_s,
+        max_age_s=args.store_max_age_s,
+        max_entries=args.store_max_entries,
+        max_messages=args.store_max_messages,
+        max_bytes=max_bytes,
+        entry_bytes=sizes["--store-max-entry-bytes"],
+        tenant_bytes=sizes["--store-min-tenant-bytes"],
+    )
+    try:
+        limits.validate()
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return spec, limits
 
 
 def _is_loopback(host: str) -> bool:

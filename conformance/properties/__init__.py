@@ -27,6 +27,7 @@ _FAMILY_MODULES = (
     "conformance.properties.off",
     "conformance.properties.so",
     "conformance.properties.acc",
+    "conformance.properties.store",
 )
 
 

@@ -29,6 +29,7 @@ from conformance.targets._base import (
     check_result,
     observed,
 )
+from conformance.targets._http_store import DEFAULT_STORE_LIMITS, HttpStore, parse_store_limits
 from conformance.targets._launch import WIRINGS, LaunchedGateway, LaunchSpec, Wiring, describe_exit
 
 try:
@@ -58,6 +59,8 @@ class HttpOptions:
     # The gateway maps tool history to Cascade steps (field 9): examples played in native mode run
     # only on such a gateway, the others only on one without.
     native_bridge: bool = False
+    # The response store's limits the gateway was launched with (max_messages, max_entry_bytes).
+    store_limits: dict[str, int] | None = None
 
 
 def loopback_url(text: str) -> tuple[str, int]:
@@ -102,6 +105,7 @@ def http_options(
     ledger_path: str | None = None,
     ready_timeout_s: float | None = None,
     native_bridge: bool = False,
+    store_limits: str | None = None,
     prefix: str = "--",
 ) -> HttpOptions | None:
     """The options of the command line (``prefix``: ``--`` or ``--cascade-``) as HttpOptions;
@@ -116,6 +120,7 @@ def http_options(
         "ledger-path": ledger_path is not None,
         "ready-timeout": ready_timeout_s is not None,
         "native-bridge": native_bridge,
+        "store-limits": store_limits is not None,
     }
     named = [f"{prefix}{name}" for name, present in given.items() if present]
     if not named:
@@ -151,6 +156,7 @@ def http_options(
         model=model or DEFAULT_MODEL,
         ledger_path=ledger_path,
         native_bridge=native_bridge,
+        store_limits=parse_store_limits(store_limits, f"{prefix}store-limits") if store_limits is not None else None,
     )
 
 
@@ -181,9 +187,20 @@ class HttpTarget(DeclaredOperations):
         self._caps: dict[str, dict[str, Any]] = {}
         self._ops = frozenset({"gateway.chat"} | ({"gateway.ledger"} if options.ledger_path else set()))
         if options.launch is not None and options.launch.wiring != "none":
-            # The Send it builds for a conversation is read from the wire of the fake it is wired to.
-            self._ops |= {"engine.build_send_request"}
+            # The Send it builds for a conversation is read from the wire of the fake it is wired to, and
+            # the turns its response store keeps are answered by that fake.
+            self._ops |= {"engine.build_send_request", "store.open", "store.put", "store.get", "store.delete"}
+            limits = options.store_limits or DEFAULT_STORE_LIMITS
+            self._caps["store.open"] = {"fixed_limits": dict(limits), "shapes": ["responses"]}
         self._clients: dict[str, openai.OpenAI] = {}
+        self._store = HttpStore(
+            self._send,
+            api_keys=options.api_keys,
+            model=options.model,
+            limits=options.store_limits or DEFAULT_STORE_LIMITS,
+            ls=self.wired_ls,
+            describe=self._failed,
+        )
         self._create_params: frozenset[str] | None = None
         self._gateway: LaunchedGateway | None = None
         self._http = openai.DefaultHttpxClient(trust_env=False)  # loopback: never through a proxy
@@ -231,6 +248,8 @@ class HttpTarget(DeclaredOperations):
             result = self._chat(params["request"], params["api_key"])
         elif op == "engine.build_send_request":
             result = self._build_send_request(**params)
+        elif op.startswith("store."):
+            result = getattr(self._store, op.removeprefix("store."))(**params)
         else:
             result = self._ledger()
         return check_result(op, result, self.description, observed(self.capabilities(op)))
@@ -363,15 +382,7 @@ class HttpTarget(DeclaredOperations):
 
     def _ledger(self) -> dict[str, Any]:
         path = self._options.ledger_path or ""
-        key = self._options.api_keys[0]
-        try:
-            answer = self._http.get(
-                self._url + path, headers={"Authorization": f"Bearer {key}"}, timeout=self._timeout()
-            )
-        except _transport.TimeoutException:
-            raise TargetError(self._failed(f"no answer to GET {path} within {self._timeout():g} s")) from None
-        except _transport.HTTPError as exc:
-            raise TargetError(self._failed(f"GET {path} failed: {exc}")) from None
+        answer = self._send("GET", path, self._options.api_keys[0])
         if answer.status_code != 200:
             text = answer.text[:500]
             raise TargetError(f"{self.description}: GET {path} (--ledger-path) answered {answer.status_code}: {text}")
@@ -381,6 +392,17 @@ class HttpTarget(DeclaredOperations):
         return {"ledger": body}
 
     # ------------------------------------------------------------------ helpers
+
+    def _send(self, method: str, path: str, api_key: str, **kwargs: Any) -> _transport.Response:
+        """One request to the gateway with ``api_key``; a timeout or a broken connection is the
+        target's failure (TargetError), an HTTP status is the caller's to judge."""
+        headers = {"Authorization": f"Bearer {api_key}"}
+        try:
+            return self._http.request(method, self._url + path, headers=headers, timeout=self._timeout(), **kwargs)
+        except _transport.TimeoutException:
+            raise TargetError(self._failed(f"no answer to {method} {path} within {self._timeout():g} s")) from None
+        except _transport.HTTPError as exc:
+            raise TargetError(self._failed(f"{method} {path} failed: {exc}")) from None
 
     def _timeout(self) -> float:
         return self._options.request_timeout_s

@@ -1,4 +1,8 @@
-"""The ASGI application: routes, authentication, body limits, and the SSE stream of a chat turn."""
+"""The ASGI application: routes, authentication, body limits, and the SSE stream of a chat turn.
+
+The Responses API routes live in :mod:`engine.http.responses`; they share this front's caller
+identity, body limit, cross-origin guard, turn limiter and heartbeat (:class:`FrontHooks`).
+"""
 
 from __future__ import annotations
 
@@ -23,8 +27,10 @@ from engine.http.chat import Caller, ChatEvent, ChatService
 from engine.http.chat_request import ChatRequest, parse_chat_request
 from engine.http.errors import ApiError
 from engine.http.metrics_view import MetricsView
+from engine.http.responses import FrontHooks, ResponsesRoutes
 from engine.http.shapes import DONE, HEARTBEAT, ChunkWriter, completion, error_frame, sse
 from engine.model_catalogue import ModelCatalogue
+from engine.response_store import ResponseStore
 
 log = logging.getLogger("engine.http")
 
@@ -51,11 +57,25 @@ def caller_id_for_key(key: str) -> str:
 
 
 def build_app(
-    service: ChatService, catalogue: ModelCatalogue, metrics: MetricsView, settings: HttpSettings
+    service: ChatService,
+    catalogue: ModelCatalogue,
+    metrics: MetricsView,
+    settings: HttpSettings,
+    store: ResponseStore | None = None,
 ) -> Starlette:
+    """``store``: the response store behind /v1/responses (None: disabled, nothing is kept)."""
     front = _Front(service, catalogue, metrics, settings)
+    hooks = FrontHooks(
+        caller=front.caller,
+        json_body=front.json_body,
+        refuse_web_post=_no_cross_origin_post,
+        refuse_origin=_no_origin,
+        limiter=front.limiter,
+        heartbeat_s=settings.heartbeat_s,
+    )
     routes = [
         Route("/v1/chat/completions", front.chat, methods=["POST"]),
+        *ResponsesRoutes(service, store, catalogue, hooks).routes(),
         Route("/v1/models", front.models, methods=["GET"]),
         Route("/v1/ledger", front.ledger, methods=["GET"]),
         Route("/metrics", front.metrics_text, methods=["GET"]),
@@ -83,9 +103,10 @@ class _Front:
         self._catalogue = catalogue
         self._metrics = metrics
         self._settings = settings
-        self._limiter = anyio.CapacityLimiter(settings.max_concurrent_turns)
+        self.limiter = anyio.CapacityLimiter(settings.max_concurrent_turns)
 
-    def _caller(self, request: Request) -> Caller:
+    def caller(self, request: Request) -> Caller:
+        """The caller an API key stands for; with no keys configured, everyone is ``anonymous``."""
         keys = self._settings.api_keys
         if not keys:
             return Caller("anonymous", scoped=False)
@@ -107,7 +128,7 @@ class _Front:
             raise ApiError(401, "invalid API key", type="authentication_error", code="invalid_api_key")
         return Caller(found, scoped=True)
 
-    async def _json_body(self, request: Request) -> object:
+    async def json_body(self, request: Request) -> object:
         limit = self._settings.max_body_bytes
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -127,8 +148,8 @@ class _Front:
     async def chat(self, request: Request) -> Response:
         try:
             _no_cross_origin_post(request)
-            caller = self._caller(request)
-            chat = parse_chat_request(await self._json_body(request), self._catalogue)
+            caller = self.caller(request)
+            chat = parse_chat_request(await self.json_body(request), self._catalogue)
         except ApiError as exc:
             return _error(exc)
         if chat.stream:
@@ -138,7 +159,7 @@ class _Front:
     async def _complete(self, chat: ChatRequest, caller: Caller) -> Response:
         events: list[ChatEvent] = []
         try:
-            await anyio.to_thread.run_sync(self._service.run, chat, caller, events.append, None, limiter=self._limiter)
+            await anyio.to_thread.run_sync(self._service.run, chat, caller, events.append, None, limiter=self.limiter)
         except Exception:
             log.exception("chat turn crashed")
             return _error(ApiError(500, "the gateway failed on this request", type="api_error", code="internal_error"))
@@ -172,7 +193,7 @@ class _Front:
 
         async def work() -> None:
             try:
-                await anyio.to_thread.run_sync(self._service.run, chat, caller, emit, abort, limiter=self._limiter)
+                await anyio.to_thread.run_sync(self._service.run, chat, caller, emit, abort, limiter=self.limiter)
             except Exception:
                 log.exception("chat turn crashed")
                 error = ApiError(500, "the gateway failed on this request", type="api_error", code="internal_error")
@@ -204,14 +225,14 @@ class _Front:
 
     async def models(self, request: Request) -> Response:
         try:
-            self._caller(request)
+            self.caller(request)
         except ApiError as exc:
             return _error(exc)
         return JSONResponse(self._catalogue.openai_list())
 
     async def ledger(self, request: Request) -> Response:
         try:
-            self._caller(request)
+            self.caller(request)
         except ApiError as exc:
             return _error(exc)
         return JSONResponse(self._service.ledger.document())
@@ -226,11 +247,15 @@ class _Front:
         return JSONResponse({"ok": True})
 
 
+def _no_origin(request: Request) -> None:
+    if "origin" in request.headers:
+        raise ApiError(403, "requests carrying an Origin header (a web page) are refused", code="cross_origin")
+
+
 def _no_cross_origin_post(request: Request) -> None:
     """A web page must not drive a turn with its visitor's credentials: a browser sends an Origin,
     and posts text/plain or form bodies cross-origin without a CORS preflight; JSON it cannot."""
-    if "origin" in request.headers:
-        raise ApiError(403, "requests carrying an Origin header (a web page) are refused", code="cross_origin")
+    _no_origin(request)
     kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     if kind != "application/json":
         raise ApiError(

@@ -90,10 +90,20 @@ class ChatService:
         self._native_mode = native_mode
         self._clock = clock
 
-    def run(self, request: ChatRequest, caller: Caller, emit: Sink, abort: threading.Event | None = None) -> None:
+    def run(
+        self,
+        request: ChatRequest,
+        caller: Caller,
+        emit: Sink,
+        abort: threading.Event | None = None,
+        *,
+        use_cache: bool = True,
+    ) -> None:
+        """Run one turn, reporting it through ``emit``. ``use_cache=False`` neither reads nor fills the
+        response cache (Responses turns: their answer is stored under a response id instead)."""
         started = self._clock()
         model = request.model.name
-        key = cache_key(caller.id, request.body) if caller.scoped and self.cache.enabled else None
+        key = cache_key(caller.id, request.body) if use_cache and caller.scoped and self.cache.enabled else None
         cached = self.cache.get(key) if key is not None else None
         if cached is not None:
             self.ledger.record_request(model, True, 0, self.account, cache_served=True)

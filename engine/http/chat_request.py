@@ -33,38 +33,19 @@ class ChatRequest:
 def parse_chat_request(body: object, catalogue: ModelCatalogue) -> ChatRequest:
     if not isinstance(body, dict):
         raise bad_request("the request body must be a JSON object")
-    model_name = body.get("model")
-    if not isinstance(model_name, str) or not model_name:
-        raise bad_request("'model' is required and must be a non-empty string", param="model")
-    model = catalogue.get(model_name)
-    if model is None:
-        raise ApiError(
-            404,
-            f"The model {model_name!r} does not exist; GET /v1/models lists the models served",
-            param="model",
-            code="model_not_found",
-        )
+    model = resolve_model(body, catalogue)
     messages = _messages(body.get("messages"))
-    stream = _optional_bool(body, "stream")
+    stream = optional_bool(body, "stream")
     include_usage = False
     options = body.get("stream_options")
     if options is not None:
         if not isinstance(options, dict):
             raise bad_request("'stream_options' must be an object", param="stream_options")
-        include_usage = _optional_bool(options, "include_usage", where="stream_options.include_usage")
+        include_usage = optional_bool(options, "include_usage", where="stream_options.include_usage")
     n = body.get("n")
     if n is not None and (isinstance(n, bool) or n != 1):
         raise bad_request("only n=1 is supported", param="n")
-    for name in _NUMBER_PARAMS:
-        value = body.get(name)
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
-        ):
-            raise bad_request(f"'{name}' must be a number", param=name)
-    for name in _COUNT_PARAMS:
-        value = body.get(name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            raise bad_request(f"'{name}' must be a positive integer", param=name)
+    check_sampling_params(body, numbers=_NUMBER_PARAMS, counts=_COUNT_PARAMS)
     tools = body.get("tools")
     tool_choice = body.get("tool_choice")
     try:
@@ -92,7 +73,37 @@ def parse_chat_request(body: object, catalogue: ModelCatalogue) -> ChatRequest:
     )
 
 
-def _optional_bool(holder: Mapping[str, Any], key: str, *, where: str | None = None) -> bool:
+def resolve_model(body: Mapping[str, Any], catalogue: ModelCatalogue) -> ModelInfo:
+    """The served model ``body["model"]`` names: 400 when absent, 404 ``model_not_found`` when unknown."""
+    model_name = body.get("model")
+    if not isinstance(model_name, str) or not model_name:
+        raise bad_request("'model' is required and must be a non-empty string", param="model")
+    model = catalogue.get(model_name)
+    if model is None:
+        raise ApiError(
+            404,
+            f"The model {model_name!r} does not exist; GET /v1/models lists the models served",
+            param="model",
+            code="model_not_found",
+        )
+    return model
+
+
+def check_sampling_params(body: Mapping[str, Any], *, numbers: Sequence[str], counts: Sequence[str]) -> None:
+    """``numbers``: finite numbers when present; ``counts``: positive integers when present."""
+    for name in numbers:
+        value = body.get(name)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+        ):
+            raise bad_request(f"'{name}' must be a number", param=name)
+    for name in counts:
+        value = body.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise bad_request(f"'{name}' must be a positive integer", param=name)
+
+
+def optional_bool(holder: Mapping[str, Any], key: str, *, where: str | None = None) -> bool:
     value = holder.get(key)
     if value is None:
         return False

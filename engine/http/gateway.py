@@ -26,6 +26,7 @@ from engine.model_catalogue import ModelCatalogue
 from engine.polling import PollSettings
 from engine.pool import ConversationPool
 from engine.response_cache import ResponseCache
+from engine.response_store import ResponseStore, StoreLimits, open_store
 
 DEFAULT_UPSTREAM_KEY = "cascade-engine-upstream-key"
 DEFAULT_ACCOUNT = "upstream-account-1"
@@ -42,12 +43,21 @@ class GatewayConfig:
     poll: PollSettings | None = None
     identity: ClientIdentity | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    # The response store behind /v1/responses: "memory", "sqlite:PATH" or "off" (nothing is kept).
+    store: str = "memory"
+    store_limits: StoreLimits = field(default_factory=StoreLimits)
 
 
 class Gateway:
+    """Raises :class:`engine.response_store.StoreOpenError` (a ValueError) when the store cannot be opened."""
+
     def __init__(self, config: GatewayConfig, *, catalogue: ModelCatalogue | None = None) -> None:
         self.config = config
         self.catalogue = catalogue or ModelCatalogue.default()
+        # Opened first: nothing else is left to close when it fails.
+        self.store: ResponseStore | None = (
+            None if config.store == "off" else open_store(config.store, config.store_limits)
+        )
         self.client = CascadeClient(
             LsEndpoint(config.ls_address, config.csrf_token), identity=config.identity, poll=config.poll
         )
@@ -63,11 +73,17 @@ class Gateway:
             upstream_api_key=config.upstream_api_key,
             native_mode=config.native_mode,
         )
-        self.metrics = MetricsView(images=self.images, pool=self.pool, ledger=self.ledger, cache=self.cache)
-        self.app: Starlette = build_app(self.service, self.catalogue, self.metrics, config.http)
+        self.metrics = MetricsView(
+            images=self.images, pool=self.pool, ledger=self.ledger, cache=self.cache, store=self.store
+        )
+        self.app: Starlette = build_app(self.service, self.catalogue, self.metrics, config.http, self.store)
 
     def close(self) -> None:
-        self.client.close()
+        try:
+            self.client.close()
+        finally:
+            if self.store is not None:
+                self.store.close()
 
 
 class ServedGateway:

@@ -1,7 +1,9 @@
-"""The metrics endpoint: history-image counters, pool, ledger and cache, as Prometheus text and JSON."""
+"""The metrics endpoint: history-image counters, pool, ledger, cache and response store, as Prometheus
+text and JSON."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict
 from typing import Any
@@ -14,11 +16,21 @@ from engine.ledger import Ledger
 from engine.metrics import ImageHistoryMetrics
 from engine.pool import ConversationPool
 from engine.response_cache import ResponseCache
+from engine.response_store import ResponseStore
 
 
 class MetricsView:
-    def __init__(self, *, images: ImageHistoryMetrics, pool: ConversationPool, ledger: Ledger, cache: ResponseCache):
+    def __init__(
+        self,
+        *,
+        images: ImageHistoryMetrics,
+        pool: ConversationPool,
+        ledger: Ledger,
+        cache: ResponseCache,
+        store: ResponseStore | None = None,
+    ):
         self._images = images
+        self._store = store
         self._pool = pool
         self._ledger = ledger
         self._cache = cache
@@ -31,6 +43,7 @@ class MetricsView:
             "pool": asdict(self._pool.stats()),
             "ledger": self._ledger.stats(),
             "cache": self._cache.stats(),
+            "response_store": self._store.stats() if self._store is not None else {"enabled": False},
         }
 
     def prometheus_text(self) -> str:
@@ -55,6 +68,9 @@ class _Collector(Collector):
         yield dropped
         yield from _numbers("cascade_pool", "Conversation pool", snap["pool"])
         yield from _numbers("cascade_cache", "Response cache", snap["cache"])
+        store = {_snake(k): v for k, v in snap["response_store"].items()}
+        store["enabled"] = 1 if store.get("enabled") else 0
+        yield from _numbers("cascade_response_store", "Response store", store)
         ledger = snap["ledger"]
         yield from _numbers("cascade_ledger", "Accounting ledger", {k: v for k, v in ledger.items() if _is_number(v)})
         tokens = _mapping(ledger.get("tokens"))
@@ -73,6 +89,10 @@ def _numbers(prefix: str, what: str, values: Mapping[str, Any]) -> Iterable[Metr
             gauge = GaugeMetricFamily(f"{prefix}_{name}", f"{what}: {name}")
             gauge.add_metric([], float(value))
             yield gauge
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z])([A-Z])", lambda m: "_" + m.group(1).lower(), name)
 
 
 def _mapping(value: object) -> Mapping[str, Any]:

@@ -17,9 +17,10 @@ from __future__ import annotations
 import contextlib
 import signal
 import socket
+import sqlite3
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import FrameType
 from typing import Final, Literal
 
@@ -29,6 +30,7 @@ from engine.http.app import HttpSettings
 from engine.http.gateway import Gateway, GatewayConfig
 from engine.ls_spawn import LsSpawnError, spawn_ls
 from engine.polling import PollSettings
+from engine.response_store import StoreLimits
 
 PROG: Final = "cascade-engine"
 GRACEFUL_SHUTDOWN_S: Final = 5
@@ -46,6 +48,8 @@ class ServeOptions:
     native_mode: bool = False
     poll_interval_s: float = PollSettings().poll_interval_s
     log_level: str = "warning"
+    store: str = "memory"  # "memory", "sqlite:PATH" or "off"
+    store_limits: StoreLimits = field(default_factory=StoreLimits)
 
 
 class Interrupted(BaseException):
@@ -116,15 +120,20 @@ def _run(options: ServeOptions, signals: _Signals) -> int:
         else:
             assert options.ls_address is not None
             address, csrf = options.ls_address, options.csrf_token
-        gateway = Gateway(
-            GatewayConfig(
-                ls_address=address,
-                csrf_token=csrf,
-                http=options.http,
-                native_mode=options.native_mode,
-                poll=PollSettings(poll_interval_s=options.poll_interval_s),
+        try:
+            gateway = Gateway(
+                GatewayConfig(
+                    ls_address=address,
+                    csrf_token=csrf,
+                    http=options.http,
+                    native_mode=options.native_mode,
+                    poll=PollSettings(poll_interval_s=options.poll_interval_s),
+                    store=options.store,
+                    store_limits=options.store_limits,
+                )
             )
-        )
+        except (ValueError, OSError, sqlite3.Error) as exc:
+            return _fail(f"cannot open the response store {options.store!r}: {exc}")
         cleanup.callback(gateway.close)
         config = uvicorn.Config(
             gateway.app, log_level=options.log_level, lifespan="off", timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S

@@ -72,8 +72,11 @@ def test_select_accepts_any_case_and_keeps_catalogue_order() -> None:
 @pytest.mark.parametrize(
     ("name", "message"),
     [
-        ("store", "STORE has no property yet: not yet implemented in this kit; implemented: WIRE, IMG, OFF, SO, ACC"),
-        ("Store-3", "STORE-3 has no property yet: not yet implemented in this kit; implemented: WIRE, IMG, OFF"),
+        (
+            "att",
+            "ATT has no property yet: not yet implemented in this kit; implemented: WIRE, IMG, OFF, SO, ACC, STORE",
+        ),
+        ("Att-3", "ATT-3 has no property yet: not yet implemented in this kit; implemented: WIRE, IMG, OFF"),
         ("nope", "'nope' is neither an invariant ID nor a family (families: WIRE, IMG, OFF, SO, ACC, STORE, ATT)"),
         ("wire-9", "'wire-9' is neither an invariant ID nor a family (WIRE has WIRE-1..WIRE-4; families: WIRE, IMG,"),
     ],

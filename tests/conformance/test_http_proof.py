@@ -22,6 +22,8 @@ from conformance.targets._http import HttpOptions
 from conformance.targets._launch import LaunchSpec
 
 _KEYS = ("proof-key-1", "proof-key-2")
+# Small store limits, so trimming examples stay small; declared to the kit with the same values.
+_STORE = {"max_messages": 12, "max_entry_bytes": 65536}
 # What a black box cannot show: the history-image counters (IMG-4 judges nothing else); OFF-5 needs
 # the native bridge (tests/conformance/test_http_proof.py::test_off_5_over_http_with_the_native_bridge).
 _NOT_CHECKABLE = {"IMG-4": "history-image counters", "OFF-5": "native bridge"}
@@ -32,7 +34,8 @@ def _launch(*extra: str) -> Target:
     keys = " ".join(f"--api-key {key}" for key in _KEYS)
     command = (
         f"{sys.executable} -m engine.cli serve --port {{port}} --ls-binary {{ls_binary}} {keys} "
-        f"--poll-interval-s 0.005 {' '.join(extra)}"
+        f"--poll-interval-s 0.005 --store-max-messages {_STORE['max_messages']} "
+        f"--store-max-entry-bytes {_STORE['max_entry_bytes']} {' '.join(extra)}"
     )
     options = HttpOptions(
         launch=LaunchSpec(command=command, cwd=None, env={}, wiring="spawn"),
@@ -40,6 +43,7 @@ def _launch(*extra: str) -> Target:
         model="cascade-base",
         ledger_path="/v1/ledger",
         native_bridge="--native-bridge" in extra,
+        store_limits=_STORE,
     )
     return load_target("http://127.0.0.1:0", http=options)
 
@@ -54,6 +58,7 @@ def engine_over_http() -> Iterator[Target]:
 def test_the_http_checkable_part_of_the_catalogue() -> None:
     """Which invariants a black box can check at all (the others need component operations)."""
     assert set(OVER_HTTP) >= {"SO-1", "SO-2", "SO-3", "SO-4", "ACC-1", "ACC-2", "ACC-3", "OFF-2", "OFF-4", "IMG-1"}
+    assert {f"STORE-{n}" for n in range(1, 9)} <= set(OVER_HTTP)
     assert not {i for i in OVER_HTTP if i.startswith("WIRE")}
 
 

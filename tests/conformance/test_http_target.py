@@ -268,8 +268,13 @@ def test_a_stand_in_the_gateway_leaves_running_outside_its_group_is_ended_and_re
 
 def test_gateway_defaults_and_operations(dialled: HttpTarget) -> None:
     assert dialled.gateway_defaults() == {"api_keys": ["k1", "k2"], "model": "m-test", "native_bridge": False}
-    assert dialled.operations() == frozenset({"gateway.chat", "gateway.ledger", "engine.build_send_request"})
+    store = {"store.open", "store.put", "store.get", "store.delete"}
+    assert dialled.operations() == frozenset({"gateway.chat", "gateway.ledger", "engine.build_send_request", *store})
     assert dialled.kind == "http"
+    assert dialled.capabilities("store.open") == {
+        "fixed_limits": {"max_messages": 400, "max_entry_bytes": 32 * 1024 * 1024},
+        "shapes": ["responses"],
+    }
 
 
 def test_chat_non_stream_sends_the_body_as_given_with_the_callers_key(dialled: HttpTarget) -> None:

@@ -144,9 +144,9 @@ def test_a_partial_pass_passes_and_shows_what_was_not_judged(pytester: pytest.Py
         ),
         (
             "--cascade-only",
-            "store",
-            "ERROR: --cascade-only: STORE has no property yet: not yet implemented in this kit; "
-            "implemented: WIRE, IMG, OFF, SO, ACC",
+            "att",
+            "ERROR: --cascade-only: ATT has no property yet: not yet implemented in this kit; "
+            "implemented: WIRE, IMG, OFF, SO, ACC, STORE",
         ),
         ("--cascade-known-failures", "missing.yaml", "ERROR: --cascade-known-failures: *missing.yaml: cannot read*"),
     ],

@@ -71,7 +71,6 @@ class ImplementsNothing:
         return "hello"
 
 
-
 class RaisesOnEveryCall(ReferenceTarget):
     """Every operation crashes: every invariant it can be asked about must end as an error."""
 
@@ -262,8 +261,17 @@ class StreamsViolations(ReferenceTarget):
         gateway = super()._new_gateway(ls_address, csrf_token)
         original = gateway.service.run
 
-        def run(request: ChatRequest, caller: Caller, emit: Sink, abort: threading.Event | None = None) -> None:
-            original(replace(request, schema=None) if request.stream else request, caller, emit, abort)
+        def run(
+            request: ChatRequest,
+            caller: Caller,
+            emit: Sink,
+            abort: threading.Event | None = None,
+            *,
+            use_cache: bool = True,
+        ) -> None:
+            original(
+                replace(request, schema=None) if request.stream else request, caller, emit, abort, use_cache=use_cache
+            )
 
         gateway.service.run = run  # type: ignore[method-assign]
         return gateway

@@ -11,6 +11,7 @@ import pytest
 from engine.http.app import HttpSettings
 from engine.http.gateway import Gateway, GatewayConfig, ServedGateway
 from engine.polling import PollSettings
+from engine.response_store import StoreLimits
 from fakels.scenario import parse_scenario
 from fakels.server import FakeLSThread
 
@@ -25,10 +26,17 @@ def fake() -> Iterator[FakeLSThread]:
         yield server
 
 
-def serve(fake: FakeLSThread, **settings: Any) -> ServedGateway:
+def serve(
+    fake: FakeLSThread, *, store: str = "memory", store_limits: StoreLimits | None = None, **settings: Any
+) -> ServedGateway:
     http = HttpSettings(api_keys={KEY_A: "caller-a", KEY_B: "caller-b"}, **settings)
     config = GatewayConfig(
-        ls_address=fake.address, csrf_token=CSRF, http=http, poll=PollSettings(poll_interval_s=0.002)
+        ls_address=fake.address,
+        csrf_token=CSRF,
+        http=http,
+        poll=PollSettings(poll_interval_s=0.002),
+        store=store,
+        store_limits=store_limits or StoreLimits(),
     )
     return ServedGateway(Gateway(config)).start()
 

@@ -1,0 +1,240 @@
+"""STORE: response-store trimming never splices JSON and never drops turns silently (seed 003).
+
+Each property opens a store with the case's limits (or the target's fixed ones), stores a generated
+conversation as caller 0 and reads it back. Verdicts come from tracing what was stored to what was
+submitted (:mod:`conformance.models.store`); the target's own warnings are judged when it exposes
+them (``observes: warnings`` on ``store.put``), and reported as not observed otherwise.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from conformance.models.store import (
+    ARGUMENTS_TRUNCATION_JSON,
+    NOTICE,
+    PAIRING_KEYS,
+    Traced,
+    arguments_slots,
+    looks_like_json_document,
+    notices_in,
+    parses,
+    trace,
+)
+from conformance.properties import Case, Evidence, invariant_property, require
+from conformance.strategies.store import (
+    argument_cases,
+    both_limits_cases,
+    count_cases,
+    newest_cases,
+    ownership_cases,
+    parts_cases,
+    plain_argument_cases,
+)
+from conformance.targets import Target
+from conformance.targets._base import excerpt
+
+_NEEDS = ("store.open", "store.put", "store.get")
+_NOTICE_WORDS = "earlier message(s) dropped by the response store"
+
+
+@dataclass(frozen=True)
+class Stored:
+    """One conversation through the store: what was submitted (the case's messages and what the
+    target appended), the entry read back, the answer served from it, and the put's warnings."""
+
+    submitted: list[dict[str, Any]]
+    messages: list[Any]
+    answer: str | None
+    warnings: list[str] | None
+    traced: Traced
+    mutated: str | None
+
+
+def _store(target: Target, case: Case, evidence: Evidence) -> Stored:
+    target.call("store.open", limits=case["limits"])
+    given = case["messages"]
+    pristine = copy.deepcopy(given)
+    put = target.call("store.put", messages=given, caller=0, answer=case["answer"])
+    evidence.add("put", excerpt(put))
+    assert "rejected" not in put, (
+        f"the store rejected a conversation whose strings it could shrink: {put.get('rejected')}"
+    )
+    read = target.call("store.get", id=put["id"], caller=0)
+    assert "not_found" not in read, f"the owner cannot read the entry {put['id']} it just stored"
+    submitted = [*pristine, *put["appended"]]
+    mutated = None if given == pristine else "the store changed the caller's conversation objects"
+    traced = trace(read["messages"], submitted)
+    evidence.add("stored", excerpt(read["messages"]))
+    evidence.add("origins", traced.origins)
+    evidence.add("rewrites", [(r.path, r.kind) for r in traced.rewrites])
+    return Stored(submitted, read["messages"], read["answer"], put.get("warnings"), traced, mutated)
+
+
+def _fits(case: Case) -> bool:
+    """The conversation is far under the byte budget by any accounting (4 bytes a character), so
+    only the message cap can bind."""
+    size = len(repr(case["messages"])) * 4 + 200 * len(case["messages"])
+    return size < int(case["limits"]["max_entry_bytes"])
+
+
+@invariant_property("STORE-1", needs=_NEEDS, cases=argument_cases, max_examples=20)
+def json_arguments_are_never_spliced(target: Target, case: Case, evidence: Evidence) -> None:
+    """Tool calls with JSON-document arguments bigger than the entry budget: every stored
+    ``arguments`` whose original is a JSON document is byte-identical to it or is the
+    ``__truncated__`` document, and parses (Chat ``tool_calls`` and Responses ``function_call``)."""
+    stored = _store(target, case, evidence)
+    json_problems = stored.traced.json_argument_problems()
+    assert not json_problems, "stored arguments were spliced:\n  " + "\n  ".join(json_problems[:5])
+    slots = arguments_slots(stored.messages)
+    unparsed = [path for path, value in slots if looks_like_json_document(value) and not parses(value)]
+    assert not unparsed, f"stored JSON arguments do not parse at {unparsed}"
+    big = [
+        path
+        for path, value in arguments_slots(stored.messages)
+        if value == ARGUMENTS_TRUNCATION_JSON or len(value) > case["limits"]["max_entry_bytes"]
+    ]
+    require(bool(big), "the store kept none of the oversized tool calls (nothing to judge)")
+
+
+@invariant_property("STORE-2", needs=_NEEDS, cases=argument_cases, max_examples=20)
+def compacted_calls_keep_id_and_name(target: Target, case: Case, evidence: Evidence) -> None:
+    """A call whose JSON arguments were replaced whole keeps its id and function name, so its tool
+    result (stored or not) still pairs with it."""
+    stored = _store(target, case, evidence)
+    compacted = [r for r in stored.traced.rewrites if r.kind == "compacted"]
+    require(bool(compacted), "the store compacted no call (nothing to judge)")
+    pairing = stored.traced.problems_at(*PAIRING_KEYS) + stored.traced.problems_at("")
+    assert not pairing, "ids, names or messages of stored calls changed:\n  " + "\n  ".join(pairing[:5])
+
+
+@invariant_property("STORE-3", needs=_NEEDS, cases=plain_argument_cases, max_examples=20)
+def other_strings_are_prefix_cut(target: Target, case: Case, evidence: Evidence) -> None:
+    """Tool calls answered with plain-text arguments bigger than the budget: every rewritten string
+    that is not a JSON document is a prefix of the original with the truncation marker, shorter than
+    the original, never a JSON document; a write the store can shrink is not rejected (a candidate
+    that cannot shrink must reject the write, never loop: a hang is an error)."""
+    stored = _store(target, case, evidence)
+    require(bool(stored.traced.rewrites), "the store rewrote no string (nothing to judge)")
+    plain = stored.traced.other_string_problems()
+    assert not plain, "strings were rewritten against the rules:\n  " + "\n  ".join(plain[:5])
+    compacted_plain = [r.path for r in stored.traced.rewrites if r.kind == "compacted" and not r.original_json]
+    assert not compacted_plain, f"non-JSON arguments were replaced by a JSON document at {compacted_plain}"
+
+
+def _judge_count_stage(stored: Stored, cap: int, evidence: Evidence) -> None:
+    traced = stored.traced
+    assert not traced.problems, "the stored conversation is not the submitted one:\n  " + "\n  ".join(
+        p.text for p in traced.problems[:5]
+    )
+    total = len(stored.submitted)
+    kept = len(stored.messages)
+    assert kept <= cap, f"{kept} messages stored, over the cap of {cap}"
+    dropped = total - kept
+    evidence.add("counts", {"submitted": total, "stored": kept, "cap": cap})
+    if total <= cap:
+        assert not traced.notices, f"a conversation at or under the cap ({total} <= {cap}) got a notice"
+        assert stored.messages == stored.submitted, "a conversation at or under the cap was not stored as it was"
+        return
+    seams = traced.seams()
+    assert len(traced.notices) == 1, (
+        f"{dropped} of {total} messages dropped by the cap of {cap}: expected one notice, found "
+        f"{len(traced.notices)} at {[n.position for n in traced.notices]}"
+    )
+    notice = traced.notices[0]
+    assert notice.count == dropped, f"the notice says {notice.count} dropped, {dropped} were"
+    assert len(seams) == 1, f"the drop left seams at {seams}"
+    seam = seams[0]
+    expected = seam if seam < kept - 1 or seam == 0 else seam - 1
+    assert notice.position == expected, (
+        f"the notice is on stored message {notice.position}; the seam is at {seam} of {kept}, so it belongs on "
+        f"{expected}"
+    )
+    if stored.warnings is None:
+        evidence.not_observed("the warning of a drop")
+    else:
+        assert any(str(dropped) in w for w in stored.warnings), (
+            f"no warning names the {dropped} dropped messages: {stored.warnings}"
+        )
+
+
+@invariant_property("STORE-4", needs=_NEEDS, cases=count_cases, max_examples=25)
+def count_drops_leave_a_notice(target: Target, case: Case, evidence: Evidence) -> None:
+    """A conversation of short messages around the cap (one under, at, one over, more): at or under
+    the cap it is stored as it is, without a notice; over it, exactly one notice names how many
+    were dropped, at the seam (or on the message before it when the seam is the newest), with a
+    warning."""
+    require(_fits(case), "the conversation is not far enough under the byte budget for the cap alone to bind")
+    stored = _store(target, case, evidence)
+    _judge_count_stage(stored, case["limits"]["max_messages"], evidence)
+
+
+@invariant_property("STORE-5", needs=_NEEDS, cases=newest_cases, max_examples=25)
+def newest_turn_is_never_rewritten(target: Target, case: Case, evidence: Evidence) -> None:
+    """Conversations over the cap opened by up to a cap's worth of system messages: the newest
+    submitted message is stored byte-identical, unless it is the only message stored (then the
+    notice has nowhere else to go)."""
+    require(_fits(case), "the conversation is not far enough under the byte budget for the cap alone to bind")
+    stored = _store(target, case, evidence)
+    require(len(stored.submitted) > case["limits"]["max_messages"], "the conversation is not over the cap")
+    assert stored.messages, "nothing was stored"
+    newest = stored.messages[-1]
+    if len(stored.messages) > 1:
+        submitted = stored.submitted[-1]
+        assert newest == submitted, (
+            f"the newest turn was rewritten:\n  stored:    {excerpt(newest)}\n  submitted: {excerpt(submitted)}"
+        )
+
+
+@invariant_property("STORE-6", needs=_NEEDS, cases=parts_cases, max_examples=20)
+def parts_arrays_get_a_text_block(target: Target, case: Case, evidence: Evidence) -> None:
+    """Parts-array conversations over the cap: the notice is a leading text block of the seam's
+    array (the rest of the array unchanged, nothing flattened), and the caller's objects are the
+    same after the store as before."""
+    require(_fits(case), "the conversation is not far enough under the byte budget for the cap alone to bind")
+    stored = _store(target, case, evidence)
+    assert stored.mutated is None, stored.mutated
+    require(len(stored.submitted) > case["limits"]["max_messages"], "the conversation is not over the cap")
+    _judge_count_stage(stored, case["limits"]["max_messages"], evidence)
+    notice = stored.traced.notices[0]
+    message = stored.messages[notice.position]
+    if isinstance(stored.submitted[stored.traced.origins[notice.position]].get("content"), list):
+        assert notice.as_block, f"the notice was not given as a leading text block: {excerpt(message)}"
+
+
+@invariant_property("STORE-7", needs=_NEEDS, cases=both_limits_cases, max_examples=20)
+def notice_survives_the_byte_stage_and_is_never_served(target: Target, case: Case, evidence: Evidence) -> None:
+    """Over the cap and over the byte budget at once: the stored conversation still carries a notice,
+    and the answer served back from the entry carries none."""
+    stored = _store(target, case, evidence)
+    notices = notices_in(stored.messages)
+    assert notices, "messages were dropped by both limits and the stored conversation carries no notice"
+    evidence.add("answer", stored.answer)
+    require(stored.answer is not None, "the store serves no answer back for this entry")
+    assert stored.answer is not None
+    served = stored.answer
+    assert NOTICE.match(served) is None, f"the answer served back carries the store's notice: {served[:200]!r}"
+    assert _NOTICE_WORDS not in served, f"the answer served back carries the store's notice: {served[:200]!r}"
+
+
+@invariant_property("STORE-8", needs=(*_NEEDS, "store.delete"), cases=ownership_cases, max_examples=10)
+def only_the_owner_reads_or_deletes(target: Target, case: Case, evidence: Evidence) -> None:
+    """Caller 0 stores an entry; caller 1 gets not-found on reading and deleting it, and afterwards
+    the owner still reads the same entry; the owner's delete removes it."""
+    target.call("store.open", limits=case["limits"])
+    put = target.call("store.put", messages=case["messages"], caller=0, answer=case["answer"])
+    assert "rejected" not in put, f"the store rejected a small conversation: {put.get('rejected')}"
+    entry = put["id"]
+    first = target.call("store.get", id=entry, caller=0)
+    assert "not_found" not in first, f"the owner cannot read the entry {entry} it just stored"
+    foreign = target.call("store.get", id=entry, caller=1)
+    assert foreign == {"not_found": True}, f"another caller read the entry: {excerpt(foreign)}"
+    deleted = target.call("store.delete", id=entry, caller=1)
+    assert deleted == {"deleted": False}, "another caller deleted the entry"
+    again = target.call("store.get", id=entry, caller=0)
+    assert again == first, f"after the other caller's attempts the owner reads {excerpt(again)}, not {excerpt(first)}"
+    assert target.call("store.delete", id=entry, caller=0) == {"deleted": True}, "the owner could not delete it"
+    gone = target.call("store.get", id=entry, caller=0)
+    assert gone == {"not_found": True}, f"the deleted entry is still served: {excerpt(gone)}"

@@ -1,0 +1,222 @@
+"""STORE: conversations for the response store, in Chat or Responses shape, sized against its limits.
+
+Every message carries its own token (:func:`conformance.models.store.token`) or call id, so the
+kit can trace what the store kept. Sizes are drawn relative to the limits in force: the limits a
+target always has (capability ``fixed_limits`` of ``store.open``, e.g. a gateway launched with
+them), or limits the case draws itself.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import strategies as st
+
+from conformance.models.store import token
+from conformance.strategies.text import identifiers, json_values, unicode_text
+from conformance.targets import Target
+
+Case = dict[str, Any]
+Message = dict[str, Any]
+SHAPES = ("chat", "responses")
+# A 1x1 PNG: parts arrays carry an image beside their text.
+_PIXEL = (
+    "data:image/png;base64,"
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+)
+_ENTRY_BYTES = (4096, 16384, 65536, 102400, 1048576)
+
+
+def limits_for(target: Target) -> st.SearchStrategy[dict[str, int]]:
+    fixed = target.capabilities("store.open").get("fixed_limits") if "store.open" in target.operations() else None
+    if fixed:
+        return st.just(dict(fixed))
+    return st.fixed_dictionaries({"max_messages": st.integers(1, 12), "max_entry_bytes": st.sampled_from(_ENTRY_BYTES)})
+
+
+def shapes_for(target: Target) -> st.SearchStrategy[str]:
+    taken = target.capabilities("store.open").get("shapes") if "store.open" in target.operations() else None
+    return st.sampled_from([s for s in SHAPES if s in (taken or SHAPES)])
+
+
+class _Builder:
+    """Messages of one shape, numbered in order (each number is the message's token).
+
+    Responses items are written in the API's canonical form (``type``, ``id``, parts arrays, output
+    text with ``annotations``), which a gateway has no reason to rewrite when it stores them."""
+
+    def __init__(self, shape: str, parts: bool) -> None:
+        self.shape = shape
+        self.parts = parts or shape == "responses"
+        self.messages: list[Message] = []
+        self._calls = 0
+
+    def _text(self, body: str) -> str:
+        return token(len(self.messages)) + " " + body
+
+    def _content(self, body: str, *, user: bool) -> Any:
+        text = self._text(body)
+        if not self.parts:
+            return text
+        if self.shape == "chat":
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": text}]
+            return blocks + ([{"type": "image_url", "image_url": {"url": _PIXEL}}] if user else [])
+        if not user:
+            return [{"type": "output_text", "text": text, "annotations": []}]
+        return [{"type": "input_text", "text": text}, {"type": "input_image", "image_url": _PIXEL, "detail": "auto"}]
+
+    def _message(self, role: str, content: Any) -> None:
+        if self.shape == "chat":
+            self.messages.append({"role": role, "content": content})
+        else:
+            self.messages.append(
+                {"type": "message", "id": f"msg_m{len(self.messages)}", "role": role, "content": content}
+            )
+
+    def system(self, body: str) -> None:
+        text = self._text(body)
+        self._message("system", [{"type": "input_text", "text": text}] if self.shape == "responses" else text)
+
+    def user(self, body: str) -> None:
+        self._message("user", self._content(body, user=True))
+
+    def assistant(self, body: str) -> None:
+        self._message("assistant", self._content(body, user=False))
+
+    def call(self, name: str, arguments: str, result: str) -> None:
+        self._calls += 1
+        call_id = f"call_{self._calls}_{len(self.messages)}"
+        if self.shape == "chat":
+            function = {"name": name, "arguments": arguments}
+            calls = [{"id": call_id, "type": "function", "function": function}]
+            self.messages.append({"role": "assistant", "content": None, "tool_calls": calls})
+            self.messages.append({"role": "tool", "tool_call_id": call_id, "content": self._text(result)})
+        else:
+            call = {"type": "function_call", "id": f"fc_{call_id}", "call_id": call_id, "name": name}
+            self.messages.append({**call, "arguments": arguments})
+            output = {"type": "function_call_output", "id": f"fco_{call_id}", "call_id": call_id}
+            self.messages.append({**output, "output": self._text(result)})
+
+
+def short_texts() -> st.SearchStrategy[str]:
+    return unicode_text(max_size=12)
+
+
+@st.composite
+def json_document(draw: st.DrawFn, size: int) -> str:
+    """A JSON object (or array) of about ``size`` characters: a file write with a long body, unicode
+    keys and values, sometimes with JSON whitespace before it."""
+    seed = draw(unicode_text(min_size=1, max_size=8))
+    body = (seed * (size // max(1, len(seed)) + 1))[:size]
+    value: Any = {"path": "/work/" + draw(identifiers()) + ".txt", "content": body, "meta": draw(json_values())}
+    if draw(st.booleans()):
+        value = [value]
+    lead = draw(st.sampled_from(["", " ", "\n  ", "\t"]))
+    return lead + json.dumps(value, ensure_ascii=draw(st.booleans()))
+
+
+@st.composite
+def plain_arguments(draw: st.DrawFn, size: int) -> str:
+    """Arguments that are not a JSON document (a gateway must not treat them as one)."""
+    seed = draw(unicode_text(min_size=1, max_size=8))
+    return "path=/tmp/" + draw(identifiers()) + "\n" + (seed * (size // max(1, len(seed)) + 1))[:size]
+
+
+def _size(limits: dict[str, int], factor: float) -> int:
+    return max(200, int(limits["max_entry_bytes"] * factor))
+
+
+def _text_answer(build: _Builder, body: str) -> dict[str, Any]:
+    """The model's answer, the newest turn: its token follows the conversation's."""
+    return {"text": token(len(build.messages)) + " " + body}
+
+
+@st.composite
+def argument_cases(draw: st.DrawFn, target: Target, plain: bool = False) -> Case:
+    """STORE-1/2: a short conversation with tool rounds, some arguments small, some bigger than the
+    entry budget, answered by a tool call whose arguments are bigger than the budget, a JSON document
+    (``plain``: plain text, for STORE-3): the newest turn, which a store keeps."""
+    limits = draw(limits_for(target))
+    shape = draw(shapes_for(target))
+    build = _Builder(shape, parts=draw(st.booleans()))
+    if draw(st.booleans()):
+        build.system(draw(short_texts()))
+    build.user(draw(short_texts()))
+    for _ in range(draw(st.integers(0, 2))):
+        small = json.dumps(draw(st.dictionaries(identifiers(), json_values(), max_size=3)))
+        build.call(draw(identifiers()), small, "ok")
+    if draw(st.booleans()):
+        size = _size(limits, draw(st.floats(1.2, 3.0)))
+        build.call(draw(identifiers("write_")), draw(json_document(size)), draw(short_texts()))
+    build.user(draw(short_texts()))
+    size = _size(limits, draw(st.floats(1.2, 3.0)))
+    arguments = draw(plain_arguments(size) if plain else json_document(size))
+    answer = {"tool_call": {"name": draw(identifiers("write_")), "arguments": arguments}}
+    return {"limits": limits, "shape": shape, "messages": build.messages, "answer": answer}
+
+
+@st.composite
+def count_cases(draw: st.DrawFn, target: Target, parts: bool | None = None, lead_up_to_cap: bool = False) -> Case:
+    """STORE-4/5/6: short messages and the answer, around the message cap (one under, at, one over,
+    a few over), sometimes opened by system messages, up to the whole cap."""
+    limits = draw(limits_for(target))
+    shape = draw(shapes_for(target))
+    total = limits["max_messages"] + draw(st.sampled_from([-1, 0, 1, 1, 2, 5]))
+    size = max(1, total - 1)  # the answer is the last message
+    lead = draw(st.integers(0, size - 1 if lead_up_to_cap else min(3, size - 1)))
+    build = _Builder(shape, parts=draw(st.booleans()) if parts is None else parts)
+    for _ in range(lead):
+        build.system(draw(short_texts()))
+    while len(build.messages) < size - 1:
+        if draw(st.booleans()):
+            build.user(draw(short_texts()))
+        else:
+            build.assistant(draw(short_texts()))
+    build.user(draw(short_texts()))  # a turn answers a user message
+    return {"limits": limits, "shape": shape, "messages": build.messages, "answer": _text_answer(build, "answer")}
+
+
+def plain_argument_cases(target: Target) -> st.SearchStrategy[Case]:
+    return argument_cases(target, plain=True)
+
+
+def parts_cases(target: Target) -> st.SearchStrategy[Case]:
+    return count_cases(target, parts=True)
+
+
+def newest_cases(target: Target) -> st.SearchStrategy[Case]:
+    return count_cases(target, lead_up_to_cap=True)
+
+
+@st.composite
+def both_limits_cases(draw: st.DrawFn, target: Target) -> Case:
+    """STORE-7: over the message cap and over the byte budget at once: short turns, a user message
+    bigger than the budget, and the answer (the newest turn, the one the store serves back)."""
+    limits = draw(limits_for(target))
+    shape = draw(shapes_for(target))
+    build = _Builder(shape, parts=draw(st.booleans()))
+    if draw(st.booleans()):
+        build.system(draw(short_texts()))
+    over = limits["max_messages"] + draw(st.integers(1, 4))
+    while len(build.messages) < over - 2:
+        build.user(draw(short_texts()))
+    big = _size(limits, draw(st.floats(1.2, 2.5)))
+    filler = draw(unicode_text(min_size=1, max_size=8))
+    build.user((filler * (big // len(filler) + 1))[:big])
+    answer = _text_answer(build, draw(short_texts()))
+    return {"limits": limits, "shape": shape, "messages": build.messages, "answer": answer}
+
+
+@st.composite
+def ownership_cases(draw: st.DrawFn, target: Target) -> Case:
+    """STORE-8: a small turn the owner (caller 0) stores; the other caller tries to read and delete it."""
+    limits = draw(limits_for(target))
+    shape = draw(shapes_for(target))
+    build = _Builder(shape, parts=draw(st.booleans()))
+    build.user(draw(short_texts()))
+    if draw(st.booleans()):
+        build.call(draw(identifiers()), json.dumps({"q": draw(short_texts())}), draw(short_texts()))
+        build.user(draw(short_texts()))
+    answer = _text_answer(build, draw(short_texts()))
+    return {"limits": limits, "shape": shape, "messages": build.messages, "answer": answer}

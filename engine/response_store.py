@@ -1,0 +1,491 @@
+"""The response store: conversations kept for ``previous_response_id`` chaining (engine.md section 3).
+
+* An entry is a trimmed, deep-copied conversation (:func:`engine.store_trim.trim_for_store`) owned by one
+  caller key. Only the owner reads or deletes it; anyone else is told "not found" (a warning is logged) and
+  nothing is dropped. A same-id re-put by the owner refreshes the entry but keeps its ``created_at``; a
+  same-id put by anyone else is refused.
+* Expiry, as the reference's ``now - t > limit``: an entry idle for exactly ``ttl_s`` or aged exactly
+  ``max_age_s`` is still alive. Expired entries are dropped when their owner looks them up, before any
+  eviction, and by :meth:`ResponseStore.sweep` / :meth:`ResponseStore.stats`.
+* Caps, after each write (the entry just written is never the victim): while there are more than
+  ``max_entries`` entries or more than ``max_bytes`` bytes, evict the writer's tenant's least recently used
+  entry when that tenant holds more than its share ``max(min_tenant_bytes, max_bytes / tenants)``, else the
+  global least recently used entry. So after a put, ``bytes <= max_bytes`` unless the newest entry is alone.
+* Entry size is :func:`engine.store_trim.approx_bytes` of the kept messages. Messages must be JSON values.
+* Durability is a :class:`StoreBackend`'s business (``open_store("sqlite:PATH")``): every write is passed to
+  it before memory changes, and on open its entries are loaded and the current limits enforced.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import math
+import re
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any, Final, Literal, Protocol
+
+from engine.js import js_trim
+from engine.store_trim import StoreWriteRejected, TrimOutcome, approx_bytes, trim_for_store
+
+DEFAULT_TTL_S: Final = 3600.0
+DEFAULT_MAX_AGE_S: Final = 86400.0
+DEFAULT_MAX_ENTRIES: Final = 2000
+DEFAULT_MAX_MESSAGES: Final = 400
+DEFAULT_MAX_BYTES: Final = 128 * 1024**2
+ENTRY_BYTES_FLOOR: Final = 64 * 1024
+TENANT_BYTES_FLOOR: Final = 256 * 1024
+ACCEPTED_SPECS: Final = "'memory' or 'sqlite:PATH'"
+
+_UNITS: Final = {"": 1, "b": 1, "k": 1024, "kb": 1024, "m": 1024**2, "mb": 1024**2, "g": 1024**3, "gb": 1024**3}
+_BYTE_SIZE: Final = re.compile(r"([0-9]+)\s*(b|k|kb|m|mb|g|gb)?", re.IGNORECASE | re.ASCII)
+_OPT_OUT: Final = frozenset({"false", "0", "no", "off", ""})
+
+log = logging.getLogger("engine.response_store")
+
+
+class StoreOpenError(ValueError):
+    """A store that cannot be opened (bad spec, unusable file, corrupt row): the one-line message says why."""
+
+
+# ------------------------------------------------------------------------------------ configuration
+
+
+def parse_byte_size(text: str) -> int:
+    """``128``, ``64k``, ``1 MB``, ``2g``: units 1024-based, any case; surrounding whitespace is ignored."""
+    match = _BYTE_SIZE.fullmatch(text.strip())
+    if match is None:
+        raise ValueError(f"invalid byte size {text!r}: expected digits and an optional unit b, k, kb, m, mb, g, gb")
+    return int(match.group(1)) * _UNITS[(match.group(2) or "").lower()]
+
+
+class _Missing(enum.Enum):
+    MISSING = enum.auto()
+
+
+#: A request without a ``store`` field (JS ``undefined``), as opposed to ``"store": null``.
+MISSING: Final = _Missing.MISSING
+
+
+def wants_persistence(store_value: object = MISSING) -> bool:
+    """The reference's ``wantsPersistence``: does a request's ``store`` value ask for its response to be kept?
+
+    Absent (:data:`MISSING`) -> yes; ``None`` (JSON null) -> no; a bool is itself; a number is ``!= 0``; a string
+    is not one of ``false``, ``0``, ``no``, ``off`` or empty (trimmed, any case); anything else -> yes.
+    """
+    if store_value is MISSING:
+        return True
+    if store_value is None:
+        return False
+    if isinstance(store_value, bool):
+        return store_value
+    if isinstance(store_value, int | float):
+        return store_value != 0  # NaN != 0, as in JS
+    if isinstance(store_value, str):
+        return js_trim(store_value).lower() not in _OPT_OUT
+    return True
+
+
+def tenant_of(owner: str) -> str:
+    """The owner key up to (not including) its second ``:``; the whole key when it has fewer than two."""
+    first = owner.find(":")
+    second = owner.find(":", first + 1) if first >= 0 else -1
+    return owner if second < 0 else owner[:second]
+
+
+@dataclass(frozen=True)
+class StoreLimits:
+    """The store's limits; ``entry_bytes`` / ``tenant_bytes`` override the derived per-entry and tenant floors."""
+
+    ttl_s: float = DEFAULT_TTL_S
+    max_age_s: float = DEFAULT_MAX_AGE_S
+    max_entries: int = DEFAULT_MAX_ENTRIES
+    max_messages: int = DEFAULT_MAX_MESSAGES
+    max_bytes: int = DEFAULT_MAX_BYTES
+    entry_bytes: int | None = None
+    tenant_bytes: int | None = None
+
+    @property
+    def max_entry_bytes(self) -> int:
+        return self.entry_bytes if self.entry_bytes is not None else max(ENTRY_BYTES_FLOOR, self.max_bytes // 4)
+
+    @property
+    def min_tenant_bytes(self) -> int:
+        return self.tenant_bytes if self.tenant_bytes is not None else max(TENANT_BYTES_FLOOR, self.max_bytes // 64)
+
+    def validate(self) -> None:
+        """Raise ValueError naming the first limit that is not a positive finite number (seconds) or integer."""
+        for name in ("ttl_s", "max_age_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+                raise ValueError(f"response store limit {name} must be a positive finite number (got {value!r})")
+        for name in ("max_entries", "max_messages", "max_bytes", "entry_bytes", "tenant_bytes"):
+            value = getattr(self, name)
+            if value is None and name in ("entry_bytes", "tenant_bytes"):
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"response store limit {name} must be a positive integer (got {value!r})")
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: object) -> StoreLimits:
+        """The limits :meth:`to_json` wrote, validated; ValueError for anything else."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"response store limits must be a JSON object (got {type(data).__name__})")
+        names = {item.name for item in fields(cls)}
+        unknown = sorted(str(key) for key in data if key not in names)
+        if unknown:
+            raise ValueError(f"unknown response store limit(s): {', '.join(unknown)}")
+        limits = cls(**{key: data[key] for key in names if key in data})
+        limits.validate()
+        return limits
+
+
+DEFAULT_LIMITS: Final = StoreLimits()
+
+
+# ------------------------------------------------------------------------------------ values
+
+
+@dataclass(frozen=True)
+class StoredEntry:
+    id: str
+    owner: str
+    messages: list[dict[str, Any]]
+    model: str
+    created_at: float
+    last_access: float
+    status: str
+    incomplete_reason: str | None
+    bytes: int
+
+    @property
+    def tenant(self) -> str:
+        return tenant_of(self.owner)
+
+
+@dataclass(frozen=True)
+class PutResult:
+    """``reason`` when refused: ``empty``, ``no_owner``, ``foreign_owner`` or the trimmer's rejection."""
+
+    stored: bool
+    reason: str | None
+    trim: TrimOutcome | None
+
+
+@dataclass(frozen=True)
+class Lookup:
+    ok: bool
+    reason: Literal["not_found", "expired", None]
+    entry: StoredEntry | None
+
+
+class StoreBackend(Protocol):
+    """Where entries outlive the process; each write is durable when it returns (the store calls it first).
+
+    ``load`` yields every entry, least recently used first; ``save`` inserts or replaces one and ``touch``
+    records a hit, each making the entry the most recently used.
+    """
+
+    def load(self) -> Iterator[StoredEntry]: ...
+    def save(self, entry: StoredEntry) -> None: ...
+    def touch(self, response_id: str, last_access: float) -> None: ...
+    def delete(self, response_id: str) -> None: ...
+    def save_limits(self, limits: StoreLimits) -> None: ...
+    def close(self) -> None: ...
+
+
+def clone_json(value: Any) -> Any:
+    """A deep copy of a JSON value (tuples become lists); TypeError for anything that is not one."""
+    if value is None or isinstance(value, str | int | float):
+        return value
+    if isinstance(value, Mapping) and all(isinstance(key, str) for key in value):
+        return {key: clone_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [clone_json(item) for item in value]
+    raise TypeError(f"a stored message holds {value!r:.60}, which is not a JSON value")
+
+
+# ------------------------------------------------------------------------------------ the store
+
+
+@dataclass
+class _Counters:
+    stored: int = 0
+    hits: int = 0
+    misses: int = 0
+    expires: int = 0
+    evictions: int = 0
+    rejected: int = 0
+
+
+@dataclass
+class _Tenant:
+    bytes: int = 0
+    ids: OrderedDict[str, None] = field(default_factory=OrderedDict)  # least recently used first
+
+
+class ResponseStore:
+    """A thread-safe store of :class:`StoredEntry` by response id (one lock; values handed out are copies).
+
+    Counters in :meth:`stats`: ``stored`` (successful puts), ``hits``, ``misses`` (every lookup that did not
+    hit: unknown, foreign or expired), ``expires`` (entries dropped as expired), ``evictions`` and
+    ``rejected`` (puts refused for no owner, a foreign id, or a write the trimmer rejected).
+    """
+
+    def __init__(
+        self,
+        limits: StoreLimits = DEFAULT_LIMITS,
+        *,
+        backend: StoreBackend | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        limits.validate()
+        self.limits = limits
+        self._backend = backend
+        self._clock = clock
+        self._entries: OrderedDict[str, StoredEntry] = OrderedDict()  # least recently used first
+        self._tenants: dict[str, _Tenant] = {}
+        self._bytes = 0
+        self._counts = _Counters()
+        self._lock = threading.Lock()
+        if backend is not None:
+            self._restore(backend)
+
+    def __enter__(self) -> ResponseStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def put(
+        self,
+        response_id: str,
+        messages: Sequence[Mapping[str, Any]],
+        owner: str,
+        *,
+        model: str = "",
+        status: str = "completed",
+        incomplete_reason: str | None = None,
+    ) -> PutResult:
+        """Store a trimmed copy of ``messages`` under ``response_id`` for ``owner``, then enforce the caps."""
+        if not messages:
+            return PutResult(False, "empty", None)
+        if not owner:
+            return self._refuse(response_id, "no_owner", None)
+        try:
+            outcome = trim_for_store(
+                messages, max_messages=self.limits.max_messages, max_entry_bytes=self.limits.max_entry_bytes
+            )
+        except StoreWriteRejected as exc:
+            return self._refuse(response_id, exc.reason, None)
+        kept: list[dict[str, Any]] = clone_json(outcome.messages)
+        size = approx_bytes(kept)
+        with self._lock:
+            now = self._clock()
+            previous = self._entries.get(response_id)
+            if previous is not None and not _owned_by(previous, owner):
+                self._counts.rejected += 1
+                log.warning("[response-store] refused to overwrite %s: another caller owns it", response_id[:24])
+                return PutResult(False, "foreign_owner", outcome)
+            # A refresh keeps its age; an id whose entry already expired starts a new one.
+            alive = previous is not None and not self._expired(previous, now)
+            created_at = previous.created_at if previous is not None and alive else now
+            entry = StoredEntry(response_id, owner, kept, model, created_at, now, status, incomplete_reason, size)
+            if self._backend is not None:
+                self._backend.save(entry)
+            if previous is not None:
+                self._forget(response_id)
+            self._remember(entry)
+            self._counts.stored += 1
+            self._enforce_caps(now, keep=response_id)
+        return PutResult(True, None, outcome)
+
+    def get(self, response_id: str, owner: str) -> Lookup:
+        """The owner's entry (a copy), refreshing its idle time; ``not_found`` for anyone else, ``expired``."""
+        with self._lock:
+            entry = self._entries.get(response_id)
+            if entry is None or not _owned_by(entry, owner):
+                self._counts.misses += 1
+                if entry is not None:
+                    log.warning("[response-store] rejected cross-caller lookup of %s", response_id[:24])
+                return Lookup(False, "not_found", None)
+            now = self._clock()
+            if self._expired(entry, now):
+                self._drop(response_id)
+                self._counts.expires += 1
+                self._counts.misses += 1
+                return Lookup(False, "expired", None)
+            if self._backend is not None:
+                self._backend.touch(response_id, now)
+            entry = replace(entry, last_access=now)
+            self._entries[response_id] = entry
+            self._move_to_end(entry)
+            self._counts.hits += 1
+        # Stored messages are never mutated in place, so the copy can be made outside the lock.
+        return Lookup(True, None, replace(entry, messages=clone_json(entry.messages)))
+
+    def delete(self, response_id: str, owner: str) -> bool:
+        """Drop the owner's entry; ``False`` (and nothing dropped) when it is unknown or someone else's."""
+        with self._lock:
+            entry = self._entries.get(response_id)
+            if entry is None or not _owned_by(entry, owner):
+                return False
+            self._drop(response_id)
+            return True
+
+    def sweep(self) -> int:
+        """Drop every expired entry; how many were dropped."""
+        with self._lock:
+            return self._drop_expired(self._clock())
+
+    def stats(self) -> dict[str, Any]:
+        """The reference's stats object (expired entries swept first, so ``size`` and ``bytes`` are live)."""
+        with self._lock:
+            self._drop_expired(self._clock())
+            return {
+                **asdict(self._counts),
+                "size": len(self._entries),
+                "bytes": self._bytes,
+                "maxBytes": self.limits.max_bytes,
+                "ttlMs": round(self.limits.ttl_s * 1000),
+                "maxAgeMs": round(self.limits.max_age_s * 1000),
+                "enabled": True,
+                "tenants": len(self._tenants),
+            }
+
+    def close(self) -> None:
+        with self._lock:
+            if self._backend is not None:
+                self._backend.close()
+
+    # -------------------------------------------------------------------------------- internals (lock held)
+
+    def _refuse(self, response_id: str, reason: str, outcome: TrimOutcome | None) -> PutResult:
+        with self._lock:
+            self._counts.rejected += 1
+        log.warning("[response-store] refused to store %s: %s", response_id[:24], reason)
+        return PutResult(False, reason, outcome)
+
+    def _restore(self, backend: StoreBackend) -> None:
+        """Load ``backend``'s entries and hold them to the current limits (re-trimmed, expired, evicted)."""
+        for loaded in backend.load():
+            entry = self._retrim(loaded)
+            if entry is None:
+                backend.delete(loaded.id)
+            else:
+                if entry is not loaded:
+                    backend.save(entry)
+                self._remember(entry)
+        now = self._clock()
+        self._drop_expired(now)
+        self._enforce_caps(now, keep=None)
+        backend.save_limits(self.limits)
+
+    def _retrim(self, entry: StoredEntry) -> StoredEntry | None:
+        """``entry`` held to the current per-entry limits (itself when already within them); None: rejected."""
+        try:
+            outcome = trim_for_store(
+                entry.messages, max_messages=self.limits.max_messages, max_entry_bytes=self.limits.max_entry_bytes
+            )
+        except StoreWriteRejected as exc:
+            log.warning("[response-store] dropped stored %s on load: %s", entry.id[:24], exc.reason)
+            return None
+        if outcome.dropped_by_count or outcome.dropped_by_bytes or outcome.rewritten_slots:
+            kept = clone_json(outcome.messages)
+            return replace(entry, messages=kept, bytes=approx_bytes(kept))
+        size = approx_bytes(entry.messages)
+        return entry if size == entry.bytes else replace(entry, bytes=size)
+
+    def _expired(self, entry: StoredEntry, now: float) -> bool:
+        return now - entry.last_access > self.limits.ttl_s or now - entry.created_at > self.limits.max_age_s
+
+    def _remember(self, entry: StoredEntry) -> None:
+        self._entries[entry.id] = entry
+        tenant = self._tenants.setdefault(entry.tenant, _Tenant())
+        tenant.ids[entry.id] = None
+        tenant.bytes += entry.bytes
+        self._bytes += entry.bytes
+
+    def _forget(self, response_id: str) -> None:
+        entry = self._entries.pop(response_id)
+        tenant = self._tenants[entry.tenant]
+        del tenant.ids[response_id]
+        tenant.bytes -= entry.bytes
+        if not tenant.ids:
+            del self._tenants[entry.tenant]
+        self._bytes -= entry.bytes
+
+    def _move_to_end(self, entry: StoredEntry) -> None:
+        self._entries.move_to_end(entry.id)
+        self._tenants[entry.tenant].ids.move_to_end(entry.id)
+
+    def _drop(self, response_id: str) -> None:
+        if self._backend is not None:
+            self._backend.delete(response_id)
+        self._forget(response_id)
+
+    def _drop_expired(self, now: float) -> int:
+        expired = [key for key, entry in self._entries.items() if self._expired(entry, now)]
+        for key in expired:
+            self._drop(key)
+        self._counts.expires += len(expired)
+        return len(expired)
+
+    def _over_caps(self) -> bool:
+        return len(self._entries) > self.limits.max_entries or self._bytes > self.limits.max_bytes
+
+    def _enforce_caps(self, now: float, *, keep: str | None) -> None:
+        if not self._over_caps():
+            return
+        self._drop_expired(now)  # dead entries go before live ones, and are not counted as evictions
+        while self._over_caps():
+            victim = self._victim(keep)
+            if victim is None:  # only the entry just written is left
+                return
+            self._drop(victim)
+            self._counts.evictions += 1
+
+    def _victim(self, keep: str | None) -> str | None:
+        """The writer's tenant's oldest entry when that tenant is over its byte share, else the global oldest."""
+        writer = self._entries.get(keep) if keep is not None else None
+        if writer is not None:
+            tenant = self._tenants[writer.tenant]
+            share = max(self.limits.min_tenant_bytes, self.limits.max_bytes / len(self._tenants))
+            own = next(iter(tenant.ids))
+            if tenant.bytes > share and own != keep:
+                return own
+        oldest = next(iter(self._entries), None)
+        return None if oldest == keep else oldest
+
+
+def _owned_by(entry: StoredEntry, caller: str) -> bool:
+    """Only the caller who stored an entry may read, chain, overwrite or delete it."""
+    return entry.owner == caller
+
+
+def open_store(
+    spec: str = "memory", limits: StoreLimits = DEFAULT_LIMITS, *, clock: Callable[[], float] = time.time
+) -> ResponseStore:
+    """A store by spec: ``memory`` or ``sqlite:PATH``; :class:`StoreOpenError` (a ValueError) for another spec
+    or a file that cannot be used."""
+    limits.validate()
+    if spec == "memory":
+        return ResponseStore(limits, clock=clock)
+    kind, _, path = spec.partition(":")
+    if kind != "sqlite" or not path:
+        raise StoreOpenError(f"unknown response store {spec!r}: expected {ACCEPTED_SPECS}")
+    from engine.store_sqlite import SqliteBackend  # sqlite3 is only imported when asked for
+
+    backend = SqliteBackend(path)
+    try:
+        return ResponseStore(limits, backend=backend, clock=clock)
+    except BaseException:
+        backend.close()
+        raise

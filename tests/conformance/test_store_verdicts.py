@@ -1,0 +1,76 @@
+"""STORE verdicts through the real runner: broken stores (tests/support/broken_stores.py) get the
+verdict their defect deserves, and no more."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.properties import properties
+from conformance.runner import Result, RunOptions, Status, run_property
+from conformance.targets import load_target
+
+BROKEN = "python:tests.support.broken_stores"
+
+
+def _run(invariant: str, factory: str) -> Result:
+    target = load_target(f"{BROKEN}:{factory}")
+    try:
+        return run_property(properties()[invariant], target, RunOptions(profile="ci"))
+    finally:
+        target.close()
+
+
+@pytest.mark.parametrize("invariant", ["STORE-1", "STORE-4", "STORE-6", "STORE-7"])
+def test_the_seed_baseline_store_fails_the_rules_it_breaks(invariant: str) -> None:
+    result = _run(invariant, "naive_store")
+    assert result.status == Status.FAIL, (result.status, result.message)
+    assert result.failures
+    assert all(f.case is not None for f in result.failures)
+
+
+def test_the_seed_baseline_store_still_keeps_entries_to_their_owner() -> None:
+    assert _run("STORE-8", "naive_store").status == Status.PASS
+
+
+@pytest.mark.parametrize("invariant", ["STORE-3"])
+def test_prefix_cuts_of_plain_strings_are_not_held_against_the_baseline(invariant: str) -> None:
+    """The baseline cuts JSON arguments too; STORE-3 judges only the other strings, which it cuts
+    by the rules, so the JSON splice is reported by STORE-1 alone."""
+    result = _run(invariant, "naive_store")
+    assert result.status == Status.PASS, (result.status, result.message)
+
+
+def test_a_store_sharing_entries_across_callers_fails_store_8() -> None:
+    result = _run("STORE-8", "shares_entries")
+    assert result.status == Status.FAIL, (result.status, result.message)
+    assert "another caller read the entry" in result.message
+
+
+def test_a_store_serving_its_notice_back_fails_store_7() -> None:
+    result = _run("STORE-7", "serves_the_notice")
+    assert result.status == Status.FAIL, (result.status, result.message)
+    assert "carries the store's notice" in result.message
+
+
+@pytest.mark.parametrize("invariant", ["STORE-4", "STORE-6"])
+def test_a_store_hiding_its_warnings_passes_partially(invariant: str) -> None:
+    result = _run(invariant, "hides_its_warnings")
+    assert result.status == Status.PARTIAL, (result.status, result.message)
+    assert "the warning of a drop" in result.message
+
+
+@pytest.mark.parametrize("invariant", ["STORE-1", "STORE-3"])
+def test_a_store_rejecting_writes_it_could_trim_fails(invariant: str) -> None:
+    result = _run(invariant, "rejects_big_writes")
+    assert result.status == Status.FAIL, (result.status, result.message)
+    assert "rejected a conversation whose strings it could shrink" in result.message
+
+
+def test_a_target_without_a_store_cannot_check_store() -> None:
+    target = load_target("python:tests.support.broken_targets:forgets_fields")
+    try:
+        result = run_property(properties()["STORE-8"], target, RunOptions(profile="ci"))
+    finally:
+        target.close()
+    assert result.status == Status.NOT_CHECKABLE, (result.status, result.message)
+    assert "store.put" in result.message

@@ -1,0 +1,128 @@
+"""Deliberately broken response stores for the STORE verdict meta-tests
+(``python:tests.support.broken_stores:...``). Each has one known defect, written the way a gateway
+would get it wrong, not by editing what the kit reads."""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from conformance.targets._store_ops import answer_items
+from conformance.targets.reference import ReferenceTarget
+
+_MARKER = "\n\n[... truncated by the response store to stay within RESPONSE_STORE_MAX_BYTES ...]"
+
+
+class NaiveStore(ReferenceTarget):
+    """The seed's baseline: the count cap keeps the head and the newest turns with no notice, and the
+    byte budget halves the biggest string, JSON arguments included (a spliced document)."""
+
+    def store_open(self, limits: dict[str, int]) -> dict[str, Any]:
+        self._limits = dict(limits)
+        self._entries: dict[str, tuple[int, list[Any]]] = {}
+        return {}
+
+    def store_put(self, messages: list[dict[str, Any]], caller: int, answer: dict[str, Any]) -> dict[str, Any]:
+        appended = answer_items(answer)
+        kept = copy.deepcopy([*messages, *appended])
+        cap = self._limits["max_messages"]
+        if len(kept) > cap:
+            kept = kept[-cap:]
+        while len(repr(kept)) > self._limits["max_entry_bytes"]:
+            holder, key, value = max(_strings(kept), key=lambda slot: len(slot[2]))
+            if len(value) <= len(_MARKER):
+                break
+            holder[key] = value[: len(value) // 2] + _MARKER
+        entry = "resp_" + uuid.uuid4().hex
+        self._entries[entry] = (caller, kept)
+        return {"id": entry, "appended": appended, "warnings": []}
+
+    def store_get(self, id: str, caller: int) -> dict[str, Any]:
+        owner, kept = self._entries.get(id, (None, []))
+        if owner != caller:
+            return {"not_found": True}
+        return {"messages": copy.deepcopy(kept), "answer": None}
+
+    def store_delete(self, id: str, caller: int) -> dict[str, Any]:
+        owner, _ = self._entries.get(id, (None, []))
+        if owner != caller:
+            return {"deleted": False}
+        del self._entries[id]
+        return {"deleted": True}
+
+
+def _strings(value: Any) -> list[tuple[Any, Any, str]]:
+    """Every (container, key, string) below ``value`` except the pairing keys."""
+    found: list[tuple[Any, Any, str]] = []
+    items: Any = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        if isinstance(item, str) and key not in ("id", "call_id", "tool_call_id", "name", "type", "role"):
+            found.append((value, key, item))
+        elif isinstance(item, dict | list):
+            found += _strings(item)
+    return found
+
+
+class SharesEntries(ReferenceTarget):
+    """Looks entries up without checking who asks: another caller reads and deletes them."""
+
+    def store_get(self, id: str, caller: int) -> dict[str, Any]:
+        return super().store_get(id, 0)
+
+    def store_delete(self, id: str, caller: int) -> dict[str, Any]:
+        return super().store_delete(id, 0)
+
+
+class ServesTheNotice(ReferenceTarget):
+    """Serves a stored answer back without stripping the store's own drop notice."""
+
+    def store_get(self, id: str, caller: int) -> dict[str, Any]:
+        result = super().store_get(id, caller)
+        if result.get("messages"):
+            newest = result["messages"][-1]
+            texts = [p.get("text", "") for p in newest.get("content") or () if isinstance(p, Mapping)]
+            result["answer"] = "".join(texts) if texts else result["answer"]
+        return result
+
+
+class HidesItsWarnings(ReferenceTarget):
+    """A correct store that does not expose its warnings: drop rules pass, the warning part unjudged."""
+
+    def capabilities(self, op: str) -> Mapping[str, Any]:
+        return {} if op == "store.put" else super().capabilities(op)
+
+    def store_put(self, messages: list[dict[str, Any]], caller: int, answer: dict[str, Any]) -> dict[str, Any]:
+        result = super().store_put(messages, caller, answer)
+        result.pop("warnings", None)
+        return result
+
+
+class RejectsBigWrites(ReferenceTarget):
+    """Refuses every write over the entry budget instead of trimming it."""
+
+    def store_put(self, messages: list[dict[str, Any]], caller: int, answer: dict[str, Any]) -> dict[str, Any]:
+        if len(repr(messages)) + len(repr(answer)) > self._opened().limits.max_entry_bytes:
+            return {"rejected": "over the entry budget"}
+        return super().store_put(messages, caller, answer)
+
+
+def naive_store() -> NaiveStore:
+    return NaiveStore()
+
+
+def shares_entries() -> SharesEntries:
+    return SharesEntries()
+
+
+def serves_the_notice() -> ServesTheNotice:
+    return ServesTheNotice()
+
+
+def hides_its_warnings() -> HidesItsWarnings:
+    return HidesItsWarnings()
+
+
+def rejects_big_writes() -> RejectsBigWrites:
+    return RejectsBigWrites()
