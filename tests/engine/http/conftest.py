@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import selectors
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -65,3 +69,30 @@ def play(fake: FakeLSThread, *turns: dict[str, Any]) -> None:
 
 def sends(fake: FakeLSThread) -> list[Any]:
     return [e for e in fake.journal.entries() if e.method == "SendUserCascadeMessage" and e.status == "OK"]
+
+
+def start_serve(args: list[str]) -> tuple[subprocess.Popen[bytes], str]:
+    """``cascade-engine serve ARGS`` in a child process, once it printed its banner: (process, URL)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "engine.cli", "serve", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        bufsize=0,
+    )
+    assert proc.stdout is not None
+    line = b""
+    deadline = time.monotonic() + 60
+    with selectors.DefaultSelector() as selector:
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        while not line.endswith(b"\n"):
+            if time.monotonic() > deadline or not selector.select(deadline - time.monotonic()):
+                proc.kill()
+                pytest.fail(f"no banner: {proc.communicate()[1].decode(errors='replace')}")
+            byte = proc.stdout.read(1)
+            if not byte:
+                pytest.fail(f"exited {proc.wait()}: {proc.communicate()[1].decode(errors='replace')}")
+            line += byte
+    url = line.decode().split()[1]
+    assert url.startswith("http://127.0.0.1:"), line
+    return proc, url

@@ -5,11 +5,9 @@ limits as ``cascade-engine serve`` options (bad values, ``--store sqlite:PATH`` 
 from __future__ import annotations
 
 import json
-import selectors
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +21,7 @@ from engine.http.gateway import ServedGateway
 from engine.response_store import StoreLimits
 from engine.store_trim import ARGUMENTS_TRUNCATION_JSON, NOTICE_PATTERN
 from fakels.server import FakeLSThread
-from tests.engine.http.conftest import CSRF, KEY_A, MODEL, play, sends, serve
+from tests.engine.http.conftest import CSRF, KEY_A, MODEL, play, sends, serve, start_serve
 
 ENGINE = [sys.executable, "-m", "engine.cli", "serve"]
 TOOLS: Any = [{"type": "function", "name": "write_file", "parameters": {"type": "object"}}]
@@ -184,28 +182,6 @@ def test_a_store_that_cannot_be_opened_is_exit_1(tmp_path: Path, capsys: pytest.
     assert "Traceback" not in err
 
 
-def _start(args: list[str]) -> tuple[subprocess.Popen[bytes], str]:
-    proc = subprocess.Popen(
-        [*ENGINE, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0
-    )
-    assert proc.stdout is not None
-    line = b""
-    deadline = time.monotonic() + 60
-    with selectors.DefaultSelector() as selector:
-        selector.register(proc.stdout, selectors.EVENT_READ)
-        while not line.endswith(b"\n"):
-            if time.monotonic() > deadline or not selector.select(deadline - time.monotonic()):
-                proc.kill()
-                pytest.fail(f"no banner: {proc.communicate()[1].decode(errors='replace')}")
-            byte = proc.stdout.read(1)
-            if not byte:
-                pytest.fail(f"exited {proc.wait()}: {proc.communicate()[1].decode(errors='replace')}")
-            line += byte
-    url = line.decode().split()[1]
-    assert url.startswith("http://127.0.0.1:"), line
-    return proc, url
-
-
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=30)
@@ -218,13 +194,13 @@ def test_a_sqlite_store_survives_a_restart(fake: FakeLSThread, tmp_path: Path) -
     play(fake, {"chunks": [{"text": "durable answer"}]})
     procs: list[subprocess.Popen[bytes]] = []
     try:
-        proc, url = _start(args)
+        proc, url = start_serve(args)
         procs.append(proc)
         client = openai.OpenAI(base_url=url + "/v1", api_key=KEY_A, max_retries=0, timeout=30)
         created = client.responses.create(model=MODEL, input="remember me")
         _stop(proc)
 
-        proc, url = _start(args)
+        proc, url = start_serve(args)
         procs.append(proc)
         client = openai.OpenAI(base_url=url + "/v1", api_key=KEY_A, max_retries=0, timeout=30)
         again = client.responses.retrieve(created.id)
