@@ -40,13 +40,13 @@ class StoreOperations:
         entry = "resp_" + uuid.uuid4().hex
         output = answer_items(answer)
         with _captured_warnings() as warnings:
-            result = self._opened().put(entry, [*messages, *output], _CALLERS[caller])
+            result = self._open_store().put(entry, [*messages, *output], _CALLERS[caller])
         if not result.stored:
             return {"rejected": result.reason or "refused without a reason"}
         return {"id": entry, "appended": output, "warnings": warnings}
 
     def store_get(self, id: str, caller: int) -> dict[str, Any]:
-        lookup = self._opened().get(id, _CALLERS[caller])
+        lookup = self._open_store().get(id, _CALLERS[caller])
         if not lookup.ok or lookup.entry is None:
             return {"not_found": True}
         messages = lookup.entry.messages
@@ -58,14 +58,14 @@ class StoreOperations:
         return {"messages": messages, "answer": texts[-1] if texts else None}
 
     def store_delete(self, id: str, caller: int) -> dict[str, Any]:
-        return {"deleted": self._opened().delete(id, _CALLERS[caller])}
+        return {"deleted": self._open_store().delete(id, _CALLERS[caller])}
 
     def store_close(self) -> None:
         if self._store is not None:
             self._store.close()
             self._store = None
 
-    def _opened(self) -> ResponseStore:
+    def _open_store(self) -> ResponseStore:
         if self._store is None:
             raise RuntimeError("no response store is open: call store.open first")
         return self._store

@@ -154,8 +154,8 @@ class ResponsesRoutes:
         for event in events:
             builder.feed(event)
         usage = next((e.usage for e in events if e.kind == "usage"), None)
-        stored = await self._commit(turn, builder.stored_items)
-        return JSONResponse(self._body(turn, "completed", builder.items, stored=stored, usage=usage))
+        refused = await self._commit(turn, builder.stored_items)
+        return JSONResponse(self._completed(turn, builder.items, refused, usage))
 
     async def _stream(self, turn: _Turn) -> AsyncIterator[bytes]:
         writer = EventWriter()
@@ -184,8 +184,8 @@ class ResponsesRoutes:
                     yield writer.frame(kind, payload)
                 if event.kind == "usage":
                     # Committed before the client hears of completion, so a GET right after it finds it.
-                    stored = await self._commit(turn, builder.stored_items)
-                    done = self._body(turn, "completed", builder.items, stored=stored, usage=event.usage)
+                    refused = await self._commit(turn, builder.stored_items)
+                    done = self._completed(turn, builder.items, refused, event.usage)
                     yield writer.frame("response.completed", {"response": done})
 
     async def _events(self, turn: _Turn) -> AsyncGenerator[ChatEvent | None, None]:
@@ -226,12 +226,12 @@ class ResponsesRoutes:
             if not task.done():
                 await asyncio.shield(task)
 
-    async def _commit(self, turn: _Turn, output: Sequence[Item]) -> bool:
-        """Store the turn; whether it was stored. A refusal while persistence was wanted is logged: the
-        client holds an id that will 404."""
+    async def _commit(self, turn: _Turn, output: Sequence[Item]) -> str | None:
+        """Store the turn when persistence was wanted; why the store refused it, None otherwise. A
+        refusal is logged: the client holds an id that will 404."""
         store = self._store
         if store is None or not turn.persist:
-            return False
+            return None
         put = functools.partial(
             store.put, turn.response_id, [*turn.items, *output], turn.caller.id, model=turn.request.model.name
         )
@@ -242,10 +242,24 @@ class ResponsesRoutes:
             reason: str | None = f"{type(exc).__name__}: {exc}"
         else:
             if result.stored:
-                return True
+                return None
             reason = result.reason
         log.warning("Responses: store refused %s — client holds an id that will 404 (%s)", turn.response_id, reason)
-        return False
+        return reason or "refused"
+
+    def _completed(
+        self, turn: _Turn, output: Sequence[Mapping[str, Any]], refused: str | None, usage: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        """The completed response: ``store`` says whether it was kept, and a refused write is told to the
+        client (``store_error``), not only logged, since its id will answer 404."""
+        body = self._body(turn, "completed", output, stored=turn.persist and refused is None, usage=usage)
+        if refused is not None:
+            body["store_error"] = {
+                "code": "store_refused",
+                "message": f"the response store refused this turn ({refused}); GET /v1/responses/{turn.response_id} "
+                "and previous_response_id will answer 404",
+            }
+        return body
 
     def _body(
         self,

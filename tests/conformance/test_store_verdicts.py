@@ -5,19 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.properties import properties
-from conformance.runner import Result, RunOptions, Status, run_property
-from conformance.targets import load_target
+from conformance.runner import Result, Status
+from tests.support.verdicts import run_on
 
 BROKEN = "python:tests.support.broken_stores"
 
 
 def _run(invariant: str, factory: str) -> Result:
-    target = load_target(f"{BROKEN}:{factory}")
-    try:
-        return run_property(properties()[invariant], target, RunOptions(profile="ci"))
-    finally:
-        target.close()
+    return run_on(f"{BROKEN}:{factory}", invariant)
 
 
 @pytest.mark.parametrize("invariant", ["STORE-1", "STORE-4", "STORE-6", "STORE-7"])
@@ -67,10 +62,6 @@ def test_a_store_rejecting_writes_it_could_trim_fails(invariant: str) -> None:
 
 
 def test_a_target_without_a_store_cannot_check_store() -> None:
-    target = load_target("python:tests.support.broken_targets:forgets_fields")
-    try:
-        result = run_property(properties()["STORE-8"], target, RunOptions(profile="ci"))
-    finally:
-        target.close()
+    result = run_on("python:tests.support.broken_targets:forgets_fields", "STORE-8")
     assert result.status == Status.NOT_CHECKABLE, (result.status, result.message)
     assert "store.put" in result.message

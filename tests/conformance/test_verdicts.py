@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance.properties import properties
-from conformance.runner import Result, RunOptions, Status, run_property
+from conformance.runner import Result, Status
 from conformance.targets import Target, TargetSpecError, load_target
+from tests.support.verdicts import run_on
 
 BROKEN = "python:tests.support.broken_targets"
 CLI = [sys.executable, "-m", "conformance.cli"]
@@ -31,11 +31,7 @@ def open_target(request: pytest.FixtureRequest) -> Iterator[Target]:
 
 
 def _run(invariant: str, factory: str) -> Result:
-    target = load_target(f"{BROKEN}:{factory}")
-    try:
-        return run_property(properties()[invariant], target, RunOptions(profile="ci"))
-    finally:
-        target.close()
+    return run_on(f"{BROKEN}:{factory}", invariant)
 
 
 def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:

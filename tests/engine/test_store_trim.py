@@ -26,34 +26,11 @@ from engine.store_trim import (
     strip_notice,
     truncate_messages,
 )
+from tests.engine.store_trim_support import system, user
 
 EXAMPLES = 40
 M = TRUNCATION_MARKER
 ATJ = ARGUMENTS_TRUNCATION_JSON
-
-
-def _user(text: Any) -> dict[str, Any]:
-    return {"role": "user", "content": text}
-
-
-def _system(text: str) -> dict[str, Any]:
-    return {"role": "system", "content": text}
-
-
-def _call(arguments: Any, call_id: str = "call_1", name: str = "f") -> dict[str, Any]:
-    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
-
-
-def _assistant_call(arguments: Any, content: Any = None) -> dict[str, Any]:
-    return {"role": "assistant", "content": content, "tool_calls": [_call(arguments)]}
-
-
-def _json_args(units: int) -> str:
-    """A JSON document of exactly ``units`` characters."""
-    text = '{"a":"' + "x" * (units - 8) + '"}'
-    assert len(text) == units
-    assert json.loads(text)
-    return text
 
 
 # ------------------------------------------------------------------------------------ constants and notices
@@ -136,7 +113,7 @@ def test_looks_like_json_document_does_not_parse() -> None:
 def test_approx_bytes_charges_64_per_message_and_two_per_utf16_unit() -> None:
     assert approx_bytes([]) == 0
     assert approx_bytes([{}]) == 64
-    assert approx_bytes([_user("hi")]) == 64 + 2 * 4 + 2 * 2  # role "user" is charged too (departure)
+    assert approx_bytes([user("hi")]) == 64 + 2 * 4 + 2 * 2  # role "user" is charged too (departure)
     assert approx_bytes([{"content": "é"}]) == 64 + 2
     assert approx_bytes([{"content": "😀"}]) == 64 + 4, "an astral character is two UTF-16 units"
     assert approx_bytes([{"content": "\ud83d\ude00"}]) == 64 + 4, "a surrogate pair held as two code points"
@@ -232,7 +209,7 @@ def test_prepend_notice_adds_content_when_absent() -> None:
 
 
 def _numbered(count: int, lead: int = 0) -> list[dict[str, Any]]:
-    return [_system(f"s{i}") for i in range(lead)] + [_user(f"u{i}") for i in range(count - lead)]
+    return [system(f"s{i}") for i in range(lead)] + [user(f"u{i}") for i in range(count - lead)]
 
 
 @pytest.mark.invariant("STORE-4")
@@ -272,14 +249,14 @@ def test_truncate_messages_without_a_system_head_puts_the_notice_on_the_first_ke
 
 
 def test_truncate_messages_keeps_the_leading_system_block_only() -> None:
-    messages = [_system("a"), _system("b"), _user("u0"), _system("mid"), _user("u1"), _user("u2")]
+    messages = [system("a"), system("b"), user("u0"), system("mid"), user("u1"), user("u2")]
     kept, dropped = truncate_messages(messages, 4)
     assert dropped == 2
     assert [m["content"] for m in kept] == ["a", "b", dropped_turns_notice(2, "messages") + "u1", "u2"]
 
 
 def test_truncate_messages_does_not_count_developer_messages_as_the_head() -> None:
-    messages = [{"role": "developer", "content": "d"}, _user("u0"), _user("u1"), _user("u2")]
+    messages = [{"role": "developer", "content": "d"}, user("u0"), user("u1"), user("u2")]
     kept, _ = truncate_messages(messages, 2)
     assert [m["content"] for m in kept] == [dropped_turns_notice(2, "messages") + "u1", "u2"]
 
@@ -297,12 +274,12 @@ def test_truncate_messages_puts_the_notice_on_the_last_head_message_when_the_sea
 def test_truncate_messages_with_a_cap_of_one_prepends_to_the_only_message_and_says_so(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    messages = [_system("s"), _user("u0"), _user("u1")]
+    messages = [system("s"), user("u0"), user("u1")]
     with caplog.at_level(logging.WARNING, logger="engine.response_store"):
         kept, dropped = truncate_messages(messages, 1)
     assert dropped == 2
-    assert kept == [_user(dropped_turns_notice(2, "messages") + "u1")]
-    assert messages[-1] == _user("u1")
+    assert kept == [user(dropped_turns_notice(2, "messages") + "u1")]
+    assert messages[-1] == user("u1")
     assert [r.getMessage() for r in caplog.records] == [
         "[response-store] dropped 2 message(s) to fit RESPONSE_STORE_MAX_MESSAGES",
         "[response-store] the drop notice went on the newest message: no earlier message was kept",
@@ -310,7 +287,7 @@ def test_truncate_messages_with_a_cap_of_one_prepends_to_the_only_message_and_sa
 
 
 def test_truncate_messages_joins_a_parts_array_seam_as_a_block() -> None:
-    messages = [_user([{"type": "text", "text": f"u{i}"}]) for i in range(3)]
+    messages = [user([{"type": "text", "text": f"u{i}"}]) for i in range(3)]
     kept, _ = truncate_messages(messages, 2)
     assert kept[0]["content"] == [
         {"type": "text", "text": dropped_turns_notice(1, "messages")},
@@ -322,14 +299,14 @@ def test_truncate_messages_joins_a_parts_array_seam_as_a_block() -> None:
 @pytest.mark.parametrize("bad", [0, -1, True, 2.0, "3", None])
 def test_truncate_messages_rejects_a_bad_cap(bad: Any) -> None:
     with pytest.raises(ValueError, match="max_messages must be an integer of at least 1"):
-        truncate_messages([_user("a")], bad)
+        truncate_messages([user("a")], bad)
 
 
 # ------------------------------------------------------------------------------------ cap_entry_bytes
 
 
 def test_cap_entry_bytes_at_the_limit_is_a_no_op_and_one_under_drops() -> None:
-    messages = [_user("a" * 100), _user("b" * 10)]
+    messages = [user("a" * 100), user("b" * 10)]
     total = approx_bytes(messages)
     for limit in (total, total + 1):
         kept, dropped = cap_entry_bytes(messages, limit)
@@ -338,11 +315,11 @@ def test_cap_entry_bytes_at_the_limit_is_a_no_op_and_one_under_drops() -> None:
     kept, dropped = cap_entry_bytes(messages, total - 1)
     # The byte stage behaves as the mirror: its notice goes on trimmed[0], here the newest message.
     assert dropped == 1
-    assert kept == [_user(dropped_turns_notice(1, "bytes") + "b" * 10)]
+    assert kept == [user(dropped_turns_notice(1, "bytes") + "b" * 10)]
 
 
 def test_cap_entry_bytes_keeps_at_most_eight_leading_system_messages(caplog: pytest.LogCaptureFixture) -> None:
-    messages = [_system(f"s{i}") for i in range(10)] + [_user("x" * 1000), _user("last")]
+    messages = [system(f"s{i}") for i in range(10)] + [user("x" * 1000), user("last")]
     with caplog.at_level(logging.WARNING, logger="engine.response_store"):
         kept, dropped = cap_entry_bytes(messages, approx_bytes(messages) - 1)
     assert dropped == 1, "past the first eight, system messages are walked back over like any other"
@@ -359,19 +336,19 @@ def test_cap_entry_bytes_keeps_at_most_eight_leading_system_messages(caplog: pyt
 
 
 def test_cap_entry_bytes_keeps_the_message_that_overshoots_and_stops() -> None:
-    big, small = _user("B" * 5000), _user("s")
+    big, small = user("B" * 5000), user("s")
     kept, dropped = cap_entry_bytes([small, big], 1000)
     assert dropped == 1
-    assert kept == [_user(dropped_turns_notice(1, "bytes") + "B" * 5000)]
-    kept, dropped = cap_entry_bytes([_user("first"), big, small], 1000)
+    assert kept == [user(dropped_turns_notice(1, "bytes") + "B" * 5000)]
+    kept, dropped = cap_entry_bytes([user("first"), big, small], 1000)
     assert dropped == 2
-    assert kept == [_user(dropped_turns_notice(2, "bytes") + "s")]
+    assert kept == [user(dropped_turns_notice(2, "bytes") + "s")]
     kept, dropped = cap_entry_bytes([big], 1000)
     assert (dropped, kept) == (0, [big]), "the newest message is always kept"
 
 
 def test_cap_entry_bytes_walks_back_while_messages_fit() -> None:
-    messages = [_system("S")] + [_user(f"{i:03d}" + "x" * 97) for i in range(10)]
+    messages = [system("S")] + [user(f"{i:03d}" + "x" * 97) for i in range(10)]
     per = approx_bytes([messages[1]])
     kept, dropped = cap_entry_bytes(messages, approx_bytes([messages[0]]) + 3 * per)
     assert dropped == 7
@@ -381,7 +358,7 @@ def test_cap_entry_bytes_walks_back_while_messages_fit() -> None:
 
 @pytest.mark.invariant("STORE-5")
 def test_cap_entry_bytes_of_an_all_system_conversation_keeps_the_first_eight_and_the_newest() -> None:
-    messages = [_system(f"{i}" + "x" * 100) for i in range(10)]
+    messages = [system(f"{i}" + "x" * 100) for i in range(10)]
     kept, dropped = cap_entry_bytes(messages, 100)
     assert dropped == 1
     assert len(kept) == 9
@@ -389,7 +366,7 @@ def test_cap_entry_bytes_of_an_all_system_conversation_keeps_the_first_eight_and
 
 
 def test_cap_entry_bytes_does_not_mutate_the_callers_messages() -> None:
-    messages = [_system("S"), _user([{"type": "text", "text": "x" * 1000}]), _user("y")]
+    messages = [system("S"), user([{"type": "text", "text": "x" * 1000}]), user("y")]
     snapshot = copy.deepcopy(messages)
     cap_entry_bytes(messages, 200)
     assert messages == snapshot
@@ -397,4 +374,4 @@ def test_cap_entry_bytes_does_not_mutate_the_callers_messages() -> None:
 
 def test_cap_entry_bytes_rejects_a_bad_limit() -> None:
     with pytest.raises(ValueError, match="max_entry_bytes must be an integer of at least 1"):
-        cap_entry_bytes([_user("a")], 0)
+        cap_entry_bytes([user("a")], 0)

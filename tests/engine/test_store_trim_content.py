@@ -32,41 +32,18 @@ from engine.store_trim import (
     trim_content_to_fit,
     trim_for_store,
 )
+from tests.engine.store_trim_support import assistant_call, call, json_args, system, user
 
 EXAMPLES = 40
 M = TRUNCATION_MARKER
 ATJ = ARGUMENTS_TRUNCATION_JSON
 
 
-def _user(text: Any) -> dict[str, Any]:
-    return {"role": "user", "content": text}
-
-
-def _system(text: str) -> dict[str, Any]:
-    return {"role": "system", "content": text}
-
-
-def _call(arguments: Any, call_id: str = "call_1", name: str = "f") -> dict[str, Any]:
-    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
-
-
-def _assistant_call(arguments: Any, content: Any = None) -> dict[str, Any]:
-    return {"role": "assistant", "content": content, "tool_calls": [_call(arguments)]}
-
-
-def _json_args(units: int) -> str:
-    """A JSON document of exactly ``units`` characters."""
-    text = '{"a":"' + "x" * (units - 8) + '"}'
-    assert len(text) == units
-    assert json.loads(text)
-    return text
-
-
 # ------------------------------------------------------------------------------------ trim_content_to_fit
 
 
 def test_trim_content_at_the_limit_does_nothing_and_one_over_trims() -> None:
-    messages = [_user("x" * 1000)]
+    messages = [user("x" * 1000)]
     total = approx_bytes(messages)
     for limit in (total, total + 1):
         kept, rewritten = trim_content_to_fit(messages, limit)
@@ -74,15 +51,15 @@ def test_trim_content_at_the_limit_does_nothing_and_one_over_trims() -> None:
         assert kept[0] is messages[0]
     kept, rewritten = trim_content_to_fit(messages, total - 1)
     assert rewritten == 1
-    assert kept == [_user("x" * 500 + M)]
+    assert kept == [user("x" * 500 + M)]
 
 
 @pytest.mark.invariant("STORE-1")
 def test_a_json_arguments_slot_needs_more_than_121_units() -> None:
-    at_floor = [_assistant_call(_json_args(121))]
+    at_floor = [assistant_call(json_args(121))]
     kept, rewritten = trim_content_to_fit(at_floor, 64)
     assert (rewritten, kept) == (0, at_floor), "121 units: the replacement would not be shorter"
-    over = [_assistant_call(_json_args(122))]
+    over = [assistant_call(json_args(122))]
     kept, rewritten = trim_content_to_fit(over, 64)
     assert rewritten == 1
     assert kept[0]["tool_calls"][0]["function"]["arguments"] == ATJ
@@ -90,7 +67,7 @@ def test_a_json_arguments_slot_needs_more_than_121_units() -> None:
 
 @pytest.mark.invariant("STORE-3")
 def test_a_plain_string_needs_more_than_83_units() -> None:
-    at_floor = [_user("x" * 83)]
+    at_floor = [user("x" * 83)]
     kept, rewritten = trim_content_to_fit(at_floor, 64)
     assert (rewritten, kept) == (0, at_floor), "stored over the cap: nothing left to cut"
 
@@ -99,7 +76,7 @@ def test_a_plain_string_needs_more_than_83_units() -> None:
 @pytest.mark.parametrize("units", [84, 120, 166])
 def test_a_plain_string_that_halving_cannot_shrink_rejects_the_write(units: int) -> None:
     # max(1, units // 2) + 83 >= units for 84..166 units: the progress check refuses instead of growing it.
-    messages = [_user("x" * units)]
+    messages = [user("x" * units)]
     snapshot = copy.deepcopy(messages)
     with pytest.raises(StoreWriteRejected) as caught:
         trim_content_to_fit(messages, 64)
@@ -111,7 +88,7 @@ def test_a_plain_string_that_halving_cannot_shrink_rejects_the_write(units: int)
 
 @pytest.mark.invariant("STORE-3")
 def test_the_smallest_plain_string_halving_shrinks_is_167_units() -> None:
-    messages = [_user("x" * 167)]
+    messages = [user("x" * 167)]
     kept, rewritten = trim_content_to_fit(messages, approx_bytes(messages) - 1)
     assert rewritten == 1
     assert kept[0]["content"] == "x" * 83 + M
@@ -123,26 +100,26 @@ def test_a_rejection_is_raised_mid_trim_once_a_cut_value_cannot_shrink_again() -
     # 300 -> 150 + 83 = 233 -> 116 + 83 = 199 -> 99 + 83 = 182 -> 91 + 83 = 174 -> 87 + 83 = 170 -> 85 + 83 = 168
     # -> 84 + 83 = 167 -> 83 + 83 = 166 -> 83 + 83: not shorter.
     with pytest.raises(StoreWriteRejected, match="its 166-unit value would become 166 units"):
-        trim_content_to_fit([_user("x" * 300)], 64)
+        trim_content_to_fit([user("x" * 300)], 64)
 
 
 def test_halving_keeps_max_1_half_of_the_utf16_length() -> None:
-    kept, _ = trim_content_to_fit([_user("abcdefghij" * 100)], approx_bytes([_user("x" * 1000)]) - 1)
+    kept, _ = trim_content_to_fit([user("abcdefghij" * 100)], approx_bytes([user("x" * 1000)]) - 1)
     assert kept[0]["content"] == ("abcdefghij" * 100)[:500] + M
 
 
 @pytest.mark.invariant("STORE-3")
 def test_halving_never_splits_a_surrogate_pair() -> None:
     emoji = "😀" * 1000  # 2000 units, keep 1000 = 500 whole characters
-    kept, _ = trim_content_to_fit([_user(emoji)], approx_bytes([_user(emoji)]) - 1)
+    kept, _ = trim_content_to_fit([user(emoji)], approx_bytes([user(emoji)]) - 1)
     assert kept[0]["content"] == "😀" * 500 + M
     odd = "a" + "😀" * 1000  # 2001 units, keep 1000: "a" and 499 characters (999 units), never half a pair
-    kept, _ = trim_content_to_fit([_user(odd)], approx_bytes([_user(odd)]) - 1)
+    kept, _ = trim_content_to_fit([user(odd)], approx_bytes([user(odd)]) - 1)
     assert kept[0]["content"] == "a" + "😀" * 499 + M
     pairs = "a" + "\ud83d\ude00" * 1000  # the same pairs held as separate code points
-    kept, _ = trim_content_to_fit([_user(pairs)], approx_bytes([_user(pairs)]) - 1)
+    kept, _ = trim_content_to_fit([user(pairs)], approx_bytes([user(pairs)]) - 1)
     assert kept[0]["content"] == "a" + "\ud83d\ude00" * 499 + M
-    kept, rewritten = trim_content_to_fit([_user("é" * 300 + "😀" * 3000)], 1500)
+    kept, rewritten = trim_content_to_fit([user("é" * 300 + "😀" * 3000)], 1500)
     content = kept[0]["content"]
     assert rewritten > 1
     assert content.endswith(M)
@@ -153,7 +130,7 @@ def test_halving_never_splits_a_surrogate_pair() -> None:
 def test_halving_an_astral_string_across_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(store_trim, "_CHUNK", 7)
     text = ("ab😀" * 50_000)[:100_001]
-    kept, _ = trim_content_to_fit([_user(text)], approx_bytes([_user(text)]) - 1)
+    kept, _ = trim_content_to_fit([user(text)], approx_bytes([user(text)]) - 1)
     prefix = kept[0]["content"][: -len(M)]
     keep = utf16_len(text) // 2
     assert text.startswith(prefix)
@@ -162,7 +139,7 @@ def test_halving_an_astral_string_across_chunks(monkeypatch: pytest.MonkeyPatch)
 
 def test_repeated_cuts_keep_a_prefix_of_the_original_and_one_marker() -> None:
     text = "".join(f"{i:05d}" for i in range(10_000))  # 50 000 distinct-looking characters
-    kept, rewritten = trim_content_to_fit([_user(text)], 1000)
+    kept, rewritten = trim_content_to_fit([user(text)], 1000)
     content = kept[0]["content"]
     assert rewritten > 3
     assert content.count(M) == 1
@@ -172,7 +149,7 @@ def test_repeated_cuts_keep_a_prefix_of_the_original_and_one_marker() -> None:
 
 
 def test_the_biggest_slot_goes_first_and_ties_go_to_the_first_in_document_order() -> None:
-    messages = [_user("a" * 1000), _user([{"type": "text", "text": "b" * 1000}]), _user("c" * 1800)]
+    messages = [user("a" * 1000), user([{"type": "text", "text": "b" * 1000}]), user("c" * 1800)]
     total = approx_bytes(messages)
     kept, rewritten = trim_content_to_fit(messages, total - 1)
     assert rewritten == 1
@@ -190,14 +167,14 @@ def test_the_biggest_slot_goes_first_and_ties_go_to_the_first_in_document_order(
 def test_json_arguments_are_replaced_whole_in_every_shape() -> None:
     big = json.dumps({"content": "x" * 5000})
     messages: list[dict[str, Any]] = [
-        {"role": "assistant", "content": None, "tool_calls": [_call(big, "call_a", "write")]},
+        {"role": "assistant", "content": None, "tool_calls": [call(big, "call_a", "write")]},
         {"type": "function_call", "id": "fc_1", "call_id": "call_b", "name": "write", "arguments": big},
         {"role": "assistant", "content": [{"type": "function_call", "call_id": "c", "name": "w", "arguments": big}]},
         {"role": "assistant", "content": None, "function_call": {"name": "w", "arguments": "\u2028 " + big}},
     ]
     kept, rewritten = trim_content_to_fit(messages, 1000)
     assert rewritten == 4
-    assert kept[0]["tool_calls"][0] == _call(ATJ, "call_a", "write")
+    assert kept[0]["tool_calls"][0] == call(ATJ, "call_a", "write")
     assert kept[1] == {"type": "function_call", "id": "fc_1", "call_id": "call_b", "name": "write", "arguments": ATJ}
     assert kept[2]["content"][0] == {"type": "function_call", "call_id": "c", "name": "w", "arguments": ATJ}
     assert kept[3]["function_call"] == {"name": "w", "arguments": ATJ}
@@ -206,7 +183,7 @@ def test_json_arguments_are_replaced_whole_in_every_shape() -> None:
 @pytest.mark.invariant("STORE-3")
 def test_non_json_arguments_keep_the_prefix_cut() -> None:
     for arguments in ("\u200b{" + "x" * 1000, "x" * 1001, "  path=" + "y" * 995):
-        kept, rewritten = trim_content_to_fit([_assistant_call(arguments)], approx_bytes([_assistant_call("")]) + 1200)
+        kept, rewritten = trim_content_to_fit([assistant_call(arguments)], approx_bytes([assistant_call("")]) + 1200)
         stored = kept[0]["tool_calls"][0]["function"]["arguments"]
         assert rewritten == 1
         assert stored == arguments[: len(arguments) // 2] + M
@@ -216,17 +193,17 @@ def test_a_non_json_arguments_cut_to_only_whitespace_is_then_treated_as_a_docume
     # The kept prefix is all spaces, so the marker's "[" now leads: the next pass replaces it whole.
     arguments = " " * 1000 + "plain"
     first_cut = " " * 502 + M
-    kept, rewritten = trim_content_to_fit([_assistant_call(arguments)], approx_bytes([_assistant_call(first_cut)]))
+    kept, rewritten = trim_content_to_fit([assistant_call(arguments)], approx_bytes([assistant_call(first_cut)]))
     assert rewritten == 1
     assert kept[0]["tool_calls"][0]["function"]["arguments"] == first_cut
-    kept, rewritten = trim_content_to_fit([_assistant_call(arguments)], 100)
+    kept, rewritten = trim_content_to_fit([assistant_call(arguments)], 100)
     assert rewritten == 2
     assert kept[0]["tool_calls"][0]["function"]["arguments"] == ATJ
 
 
 def test_a_string_in_a_list_is_keyed_by_its_index_never_a_json_slot() -> None:
     document = json.dumps({"a": "x" * 1000})
-    kept, _ = trim_content_to_fit([{"role": "user", "arguments": [document]}], approx_bytes([_user("")]) + 1300)
+    kept, _ = trim_content_to_fit([{"role": "user", "arguments": [document]}], approx_bytes([user("")]) + 1300)
     assert kept[0]["arguments"] == [document[: len(document) // 2] + M]
 
 
@@ -265,8 +242,8 @@ def test_a_responses_function_call_output_is_cut_like_content() -> None:
 
 def test_an_uncharged_slot_can_be_cut_without_counting_toward_the_fit() -> None:
     # A listed tool call's extra keys are slots (the mirror's walk) but not charged (the mirror's approxBytes).
-    call = {**_call("{}"), "extra": "e" * 5000}
-    messages = [{"role": "assistant", "content": "c" * 3000, "tool_calls": [call]}]
+    extended = {**call("{}"), "extra": "e" * 5000}
+    messages = [{"role": "assistant", "content": "c" * 3000, "tool_calls": [extended]}]
     limit = approx_bytes(messages) - 1000
     kept, rewritten = trim_content_to_fit(messages, limit)
     assert rewritten == 2, "the extra key was cut first (biggest) and saved nothing, then the content"
@@ -277,7 +254,7 @@ def test_an_uncharged_slot_can_be_cut_without_counting_toward_the_fit() -> None:
 
 def test_content_trimming_stops_after_64_passes() -> None:
     parts = [{"type": "text", "text": f"{i:02d}" + "x" * 998} for i in range(70)]
-    kept, rewritten = trim_content_to_fit([_user(parts)], 64)
+    kept, rewritten = trim_content_to_fit([user(parts)], 64)
     assert rewritten == MAX_PASSES
     texts = [part["text"] for part in kept[0]["content"]]
     assert all(text.endswith(M) for text in texts[:64])
@@ -286,7 +263,7 @@ def test_content_trimming_stops_after_64_passes() -> None:
 
 @pytest.mark.invariant("STORE-6")
 def test_content_trimming_copies_only_the_containers_on_the_path() -> None:
-    untouched = _user("small")
+    untouched = user("small")
     image = {"type": "image_url", "image_url": {"url": "u"}}
     target = {"role": "user", "content": [image, {"type": "text", "text": "t" * 10_000}]}
     messages = [untouched, target]
@@ -312,7 +289,7 @@ def test_trim_content_to_fit_accepts_any_mapping_and_returns_dicts() -> None:
 
 
 def test_trim_for_store_runs_the_three_stages_in_order(caplog: pytest.LogCaptureFixture) -> None:
-    messages = [_system("S")] + [_user(f"u{i} " + "x" * 200) for i in range(20)] + [_assistant_call("y" * 50_000)]
+    messages = [system("S")] + [user(f"u{i} " + "x" * 200) for i in range(20)] + [assistant_call("y" * 50_000)]
     with caplog.at_level(logging.WARNING, logger="engine.response_store"):
         outcome = trim_for_store(messages, max_messages=10, max_entry_bytes=5000)
     assert isinstance(outcome, TrimOutcome)
@@ -343,22 +320,22 @@ def test_trim_for_store_of_nothing_is_nothing() -> None:
 )
 def test_trim_for_store_rejects_bad_limits(limits: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        trim_for_store([_user("a")], **limits)
+        trim_for_store([user("a")], **limits)
 
 
 def test_trim_for_store_names_the_message_that_is_not_a_mapping() -> None:
     with pytest.raises(ValueError, match="message 1 is a str, not a mapping"):
-        trim_for_store([_user("a"), "b"], max_messages=5, max_entry_bytes=100)  # type: ignore[list-item]
+        trim_for_store([user("a"), "b"], max_messages=5, max_entry_bytes=100)  # type: ignore[list-item]
     with pytest.raises(ValueError, match="messages must be a sequence of mappings, got str"):
         trim_for_store("ab", max_messages=5, max_entry_bytes=100)  # type: ignore[arg-type]
 
 
 @pytest.mark.invariant("STORE-3")
 def test_trim_for_store_raises_a_rejection_after_logging_the_drops() -> None:
-    messages = [_user("old"), _user("x" * 100)]
+    messages = [user("old"), user("x" * 100)]
     with pytest.raises(StoreWriteRejected):
         trim_for_store(messages, max_messages=1, max_entry_bytes=64)
-    assert messages == [_user("old"), _user("x" * 100)]
+    assert messages == [user("old"), user("x" * 100)]
 
 
 # ------------------------------------------------------------------------------------ properties
@@ -388,7 +365,7 @@ _MESSAGE = st.one_of(
     st.builds(
         lambda c, calls: {"role": "assistant", "content": c, "tool_calls": calls},
         _CONTENT,
-        st.lists(st.builds(lambda a: _call(a, "call_x", "fn"), _ARGS), min_size=1, max_size=2),
+        st.lists(st.builds(lambda a: call(a, "call_x", "fn"), _ARGS), min_size=1, max_size=2),
     ),
     st.builds(lambda a: {"type": "function_call", "call_id": "c1", "name": "f", "arguments": a}, _ARGS),
     st.builds(lambda o: {"type": "function_call_output", "call_id": "c1", "output": o}, _TEXT),
@@ -398,7 +375,7 @@ _MESSAGE = st.one_of(
 
 @st.composite
 def _conversations(draw: st.DrawFn) -> list[dict[str, Any]]:
-    bodies = [_system(draw(_TEXT)) for _ in range(draw(st.integers(0, 3)))]
+    bodies = [system(draw(_TEXT)) for _ in range(draw(st.integers(0, 3)))]
     bodies += draw(st.lists(_MESSAGE, min_size=0 if bodies else 1, max_size=12))
     return [{"id": f"m{i}", **body} for i, body in enumerate(bodies)]  # "id" is never rewritten: it maps back
 

@@ -103,7 +103,7 @@ class RejectsBigWrites(ReferenceTarget):
     """Refuses every write over the entry budget instead of trimming it."""
 
     def store_put(self, messages: list[dict[str, Any]], caller: int, answer: dict[str, Any]) -> dict[str, Any]:
-        if len(repr(messages)) + len(repr(answer)) > self._opened().limits.max_entry_bytes:
+        if len(repr(messages)) + len(repr(answer)) > self._open_store().limits.max_entry_bytes:
             return {"rejected": "over the entry budget"}
         return super().store_put(messages, caller, answer)
 

@@ -12,7 +12,7 @@ import openai
 import pytest
 
 from engine.http.gateway import ServedGateway
-from engine.response_store import PutResult
+from engine.response_store import StoreLimits
 from fakels.server import FakeLSThread
 from tests.engine.http.conftest import KEY_A, KEY_B, MODEL, play, sends, serve, serve_without_keys
 
@@ -187,20 +187,28 @@ def test_store_false_is_not_kept(fake: FakeLSThread, client: openai.OpenAI) -> N
         client.responses.retrieve(answer.id)
 
 
-def test_a_store_refusal_is_logged_and_the_answer_still_reaches_the_client(
-    fake: FakeLSThread, served: ServedGateway, client: openai.OpenAI, caplog: pytest.LogCaptureFixture
+def test_a_store_refusal_is_logged_and_told_to_the_client_with_its_answer(
+    fake: FakeLSThread, caplog: pytest.LogCaptureFixture
 ) -> None:
-    store = served.gateway.store
-    assert store is not None
-    store.put = lambda *args, **kwargs: PutResult(False, "test_refusal", None)  # type: ignore[method-assign]
-    play(fake, {"chunks": [{"text": "delivered anyway"}]})
-    with caplog.at_level(logging.WARNING, logger="engine.http"):
-        answer = client.responses.create(model=MODEL, input="x")
-    assert answer.output_text == "delivered anyway"
-    assert (answer.model_extra or {})["store"] is False  # the object says what happened
-    assert f"Responses: store refused {answer.id} — client holds an id that will 404 (test_refusal)" in caplog.text
-    with pytest.raises(openai.NotFoundError):
-        client.responses.retrieve(answer.id)
+    """A 150-unit answer over a 200-byte entry budget: halving it cannot shrink it (75 kept plus the
+    83-unit marker), so the store rejects the write; the client still gets the answer, told why its
+    id will not be found."""
+    served = serve(fake, store_limits=StoreLimits(entry_bytes=200))
+    try:
+        client = openai.OpenAI(base_url=served.url + "/v1", api_key=KEY_A, max_retries=0, timeout=30)
+        play(fake, {"chunks": [{"text": "d" * 150}]})
+        with caplog.at_level(logging.WARNING, logger="engine.http"):
+            answer = client.responses.create(model=MODEL, input="x")
+        assert answer.output_text == "d" * 150
+        extra = answer.model_extra or {}
+        assert extra["store"] is False  # the object says what happened
+        assert extra["store_error"]["code"] == "store_refused"
+        assert "cannot shrink" in extra["store_error"]["message"]
+        assert f"Responses: store refused {answer.id} — client holds an id that will 404" in caplog.text
+        with pytest.raises(openai.NotFoundError):
+            client.responses.retrieve(answer.id)
+    finally:
+        served.stop()
 
 
 def test_an_unknown_previous_response_is_a_404_with_the_store_hints(fake: FakeLSThread, served: ServedGateway) -> None:
