@@ -333,6 +333,98 @@ _STORE_OPERATIONS = (
     ),
 )
 
+_B64 = {"type": "string", "contentEncoding": "base64"}
+_SESSION_ITEM = {
+    "oneOf": [
+        _object(
+            {
+                "type": {"const": "message"},
+                "role": {"enum": ["system", "user", "assistant"]},
+                "text": {"type": "string"},
+            }
+        ),
+        _object(
+            {
+                "type": {"const": "tool_call"},
+                "call_id": {"type": "string", "minLength": 1},
+                "name": {"type": "string", "minLength": 1},
+                "arguments": {"type": "string"},
+            }
+        ),
+        _object(
+            {
+                "type": {"const": "tool_result"},
+                "call_id": {"type": "string", "minLength": 1},
+                "summary": {"type": "string"},
+                "content": {"type": "string"},
+                "is_error": {"type": "boolean"},
+                "attachments": {
+                    "type": "array",
+                    "items": _object(
+                        {
+                            "type": {"const": "image"},
+                            "payload": _object({"mime_type": {"type": "string"}, "data": _B64}),
+                        }
+                    ),
+                },
+            },
+            required=["type", "call_id", "summary"],
+        ),
+    ]
+}
+_PRUNE = {
+    "oneOf": [
+        {"type": "null"},
+        _object(
+            {"protected_tokens": {"type": "integer", "minimum": 0}, "min_savings": {"type": "integer", "minimum": 0}}
+        ),
+    ]
+}
+
+_SESSION_OPERATIONS = (
+    Operation(
+        name="session.open",
+        summary="Open a fresh session (empty history, its own session log) for a model with or without vision.",
+        params=_object({"vision": {"type": "boolean"}}),
+        result=_object({}),
+    ),
+    Operation(
+        name="session.commit",
+        summary="Commit items (messages, tool calls, tool results with image attachments, bytes as base64) to the "
+        "session's history, as the engine commits a tool round: durably, before anything is built.",
+        params=_object({"items": {"type": "array", "items": _SESSION_ITEM}}),
+        result=_object({}),
+    ),
+    Operation(
+        name="session.build",
+        summary="Build the next request's input from the session's history for an upstream (OpenAI Responses "
+        "`input` items, or Chat `messages`), pruning with this configuration first when one is given "
+        "(null: no new prune; earlier decisions still apply).",
+        params=_object({"upstream": {"enum": ["responses", "chat"]}, "prune": _PRUNE}),
+        result=_object({"request": {"type": "array", "items": {"type": "object"}}}),
+    ),
+    Operation(
+        name="session.restore",
+        summary="Drop the session's in-memory state and restore it from its session log (a restart).",
+        params=_object({}),
+        result=_object({}),
+    ),
+    Operation(
+        name="session.compact",
+        summary="An explicit compaction boundary: the history before item `retain_from` becomes one summary; "
+        "prune decisions end.",
+        params=_object({"summary": {"type": "string"}, "retain_from": {"type": "integer", "minimum": 0}}),
+        result=_object({}),
+    ),
+    Operation(
+        name="session.views",
+        summary="What the session shows besides requests: the exploration view and the compaction input, as "
+        "the text a reader (or the summarising model) gets.",
+        params=_object({}),
+        result=_object({"exploration": {"type": "string"}, "compaction_input": {"type": "string"}}),
+    ),
+)
+
 # What a black-box gateway over HTTP can offer (conformance/targets/_http.py): chat, the ledger when it
 # exposes one (--ledger-path), the Send it builds for a conversation, read from the fake's wire, and its
 # response store through the Responses API.
@@ -342,7 +434,8 @@ HTTP_TARGET_OPERATIONS = frozenset(
 )
 
 OPERATIONS: dict[str, Operation] = {
-    op.name: op for op in (*_OPERATIONS, *_ENGINE_OPERATIONS, *_GATEWAY_OPERATIONS, *_STORE_OPERATIONS)
+    op.name: op
+    for op in (*_OPERATIONS, *_ENGINE_OPERATIONS, *_GATEWAY_OPERATIONS, *_STORE_OPERATIONS, *_SESSION_OPERATIONS)
 }
 
 

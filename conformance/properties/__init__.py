@@ -28,6 +28,7 @@ _FAMILY_MODULES = (
     "conformance.properties.so",
     "conformance.properties.acc",
     "conformance.properties.store",
+    "conformance.properties.att",
 )
 
 

@@ -1,7 +1,7 @@
 """The reference target: the kit's own implementations behind the operation protocol.
 
-``ls.*`` operations are served by fakels, ``engine.*``, ``gateway.*`` and ``store.*`` operations by
-the reference engine.
+``ls.*`` operations are served by fakels, ``engine.*``, ``gateway.*``, ``store.*`` and ``session.*``
+operations by the reference engine.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 from conformance.operations import OPERATIONS
 from conformance.targets._engine_ops import EngineOperations
 from conformance.targets._gateway_ops import GatewayOperations
+from conformance.targets._session_ops import SessionOperations
 from conformance.targets._store_ops import StoreOperations
 from fakels.clock import ManualClock, SystemClock
 from fakels.decoder import RequestDecodeError, decode
@@ -23,7 +24,7 @@ from fakels.server import FakeLSThread
 REFERENCE_CSRF_TOKEN = "conformance-reference-token"
 
 
-class ReferenceTarget(EngineOperations, GatewayOperations, StoreOperations):
+class ReferenceTarget(EngineOperations, GatewayOperations, StoreOperations, SessionOperations):
     def __init__(self) -> None:
         self._fake: FakeLSThread | None = None
         self._clock: ManualClock | None = None
@@ -72,6 +73,7 @@ class ReferenceTarget(EngineOperations, GatewayOperations, StoreOperations):
     def close(self) -> None:
         self.gateway_stop()
         self.store_close()
+        self.session_close()
         self.ls_stop()
 
     def _served(self) -> FakeLSThread:

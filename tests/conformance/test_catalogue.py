@@ -11,6 +11,7 @@ import pytest
 from conformance.catalogue import CATALOGUE, FAMILIES, SelectionError, resolve
 from conformance.properties import properties
 from conformance.runner import select
+from tests.support.registry import without_family
 
 DESIGN = Path(__file__).resolve().parents[3] / "shared" / "design.md"
 
@@ -81,7 +82,10 @@ def test_select_accepts_any_case_and_keeps_catalogue_order() -> None:
         ("wire-9", "'wire-9' is neither an invariant ID nor a family (WIRE has WIRE-1..WIRE-4; families: WIRE, IMG,"),
     ],
 )
-def test_names_without_a_property_or_outside_the_catalogue_are_one_line(name: str, message: str) -> None:
+def test_names_without_a_property_or_outside_the_catalogue_are_one_line(
+    name: str, message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    without_family(monkeypatch, "ATT")
     with pytest.raises(SelectionError) as raised:
         select(["WIRE-1", name])
     assert str(raised.value).startswith(message)

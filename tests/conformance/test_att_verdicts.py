@@ -1,0 +1,42 @@
+"""ATT verdicts through the real runner: broken sessions (tests/support/broken_sessions.py) get the
+verdict their defect deserves, and no more."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.runner import Status
+from tests.support.verdicts import run_on
+
+BROKEN = "python:tests.support.broken_sessions"
+
+
+@pytest.mark.parametrize("invariant", ["ATT-2", "ATT-6"])
+def test_a_session_clearing_images_after_a_build_fails(invariant: str) -> None:
+    result = run_on(f"{BROKEN}:clears_after_build", invariant)
+    assert result.status == Status.FAIL, (result.status, result.message)
+    assert result.failures
+
+
+def test_a_session_clearing_images_after_a_build_still_lowers_one_build_right() -> None:
+    """A single build of a fresh history is right; only what comes after it is wrong."""
+    assert run_on(f"{BROKEN}:clears_after_build", "ATT-3").status == Status.PASS
+
+
+def test_a_session_forgetting_its_history_on_restart_fails_att_1() -> None:
+    result = run_on(f"{BROKEN}:forgets_on_restart", "ATT-1")
+    assert result.status == Status.FAIL, (result.status, result.message)
+    assert "function_call_output call ids []" in result.message or "tool messages answer []" in result.message
+
+
+def test_a_view_printing_image_bytes_fails_att_7() -> None:
+    result = run_on(f"{BROKEN}:shows_the_bytes", "ATT-7")
+    assert result.status == Status.FAIL, (result.status, result.message)
+    assert "shows image data" in result.message
+
+
+@pytest.mark.parametrize("invariant", ["ATT-5", "ATT-7"])
+def test_a_session_without_views_cannot_check_what_needs_them(invariant: str) -> None:
+    result = run_on(f"{BROKEN}:without_views", invariant)
+    assert result.status == Status.NOT_CHECKABLE, (result.status, result.message)
+    assert "session.views" in result.message
