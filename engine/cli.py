@@ -13,6 +13,7 @@ from engine.http.app import DEFAULT_HEARTBEAT_S, DEFAULT_MAX_BODY_BYTES, HttpSet
 from engine.http.serve import PROG, ServeOptions, run_serve
 from engine.polling import PollSettings
 from engine.response_store import StoreLimits, parse_byte_size
+from engine.session_log import default_log_path
 
 DEFAULT_POLL_INTERVAL_S = PollSettings().poll_interval_s
 
@@ -70,6 +71,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     _store_arguments(serve.add_argument_group("response store (/v1/responses, docs/responses-api.md)"))
+    serve.add_argument(
+        "--session-log",
+        metavar="PATH|off",
+        help="the SQLite session log behind X-Session-Id (docs/sessions.md): a file, or off (no sessions; the header "
+        "is ignored). Default: $XDG_STATE_HOME/cascade-engine/sessions.db",
+    )
     return parser
 
 
@@ -128,9 +135,13 @@ def _options(args: argparse.Namespace) -> ServeOptions:
     if not 0.001 <= args.poll_interval_s <= 10:
         raise UsageError(f"--poll-interval-s {args.poll_interval_s}: expected 0.001..10 seconds")
     store, limits = _store_options(args)
+    session_log = args.session_log if args.session_log is not None else str(default_log_path())
+    if not session_log.strip():
+        raise UsageError("--session-log: expected a file path or off")
     return ServeOptions(
         store=store,
         store_limits=limits,
+        session_log=session_log,
         host=args.host,
         port=args.port,
         http=HttpSettings(api_keys=keys, max_body_bytes=args.max_body_bytes, heartbeat_s=args.heartbeat_s),

@@ -128,6 +128,11 @@ class SessionLog:
             self._restored[session_id] = (weakref.ref(history), history.version)
             return history
 
+    def has_records(self, session_id: str) -> bool:
+        """Whether ``session_id`` has at least one record (without restoring it)."""
+        with self._lock:
+            return self._count(session_id) > 0
+
     def sessions(self) -> list[str]:
         """Every session with at least one record, sorted."""
         with self._lock:

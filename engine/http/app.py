@@ -15,7 +15,7 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import anyio
 from starlette.applications import Starlette
@@ -28,6 +28,7 @@ from engine.http.chat_request import ChatRequest, parse_chat_request
 from engine.http.errors import ApiError
 from engine.http.metrics_view import MetricsView
 from engine.http.responses import FrontHooks, ResponsesRoutes
+from engine.http.sessions import SessionRoutes, Sessions
 from engine.http.shapes import DONE, HEARTBEAT, ChunkWriter, completion, error_frame, sse
 from engine.model_catalogue import ModelCatalogue
 from engine.response_store import ResponseStore
@@ -62,9 +63,12 @@ def build_app(
     metrics: MetricsView,
     settings: HttpSettings,
     store: ResponseStore | None = None,
+    sessions: Sessions | None = None,
 ) -> Starlette:
-    """``store``: the response store behind /v1/responses (None: disabled, nothing is kept)."""
-    front = _Front(service, catalogue, metrics, settings)
+    """``store``: the response store behind /v1/responses (None: disabled, nothing is kept); ``sessions``:
+    the durable sessions requests name with ``X-Session-Id`` (None: off, the header is ignored)."""
+    sessions = sessions or Sessions(None)
+    front = _Front(service, catalogue, metrics, settings, sessions)
     hooks = FrontHooks(
         caller=front.caller,
         json_body=front.json_body,
@@ -72,10 +76,12 @@ def build_app(
         refuse_origin=_no_origin,
         limiter=front.limiter,
         heartbeat_s=settings.heartbeat_s,
+        session_id=sessions.header,
     )
     routes = [
         Route("/v1/chat/completions", front.chat, methods=["POST"]),
         *ResponsesRoutes(service, store, catalogue, hooks).routes(),
+        *SessionRoutes(sessions, front.caller).routes(),
         Route("/v1/models", front.models, methods=["GET"]),
         Route("/v1/ledger", front.ledger, methods=["GET"]),
         Route("/metrics", front.metrics_text, methods=["GET"]),
@@ -98,8 +104,16 @@ def _error(error: ApiError) -> JSONResponse:
 
 
 class _Front:
-    def __init__(self, service: ChatService, catalogue: ModelCatalogue, metrics: MetricsView, settings: HttpSettings):
+    def __init__(
+        self,
+        service: ChatService,
+        catalogue: ModelCatalogue,
+        metrics: MetricsView,
+        settings: HttpSettings,
+        sessions: Sessions,
+    ):
         self._service = service
+        self._sessions = sessions
         self._catalogue = catalogue
         self._metrics = metrics
         self._settings = settings
@@ -150,6 +164,7 @@ class _Front:
             _no_cross_origin_post(request)
             caller = self.caller(request)
             chat = parse_chat_request(await self.json_body(request), self._catalogue)
+            chat = replace(chat, session_id=self._sessions.header(request))
         except ApiError as exc:
             return _error(exc)
         if chat.stream:

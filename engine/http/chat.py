@@ -16,6 +16,7 @@ The rules it keeps (seed 001 D2 and D4, engine.md §4.B and §5.B):
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
@@ -28,14 +29,17 @@ from engine.errors import CascadeError
 from engine.fingerprint import FingerprintOptions
 from engine.http.chat_request import ChatRequest
 from engine.http.errors import ApiError, upstream_error
+from engine.http.session_bridge import cascade_messages, session_items
+from engine.http.sessions import Sessions, session_error
 from engine.http.shapes import openai_usage, tool_call_object
-from engine.http.tool_history import lower_tool_turns
 from engine.js import js_stringify
 from engine.ledger import Ledger
 from engine.polling import CascadeDelta
 from engine.response_cache import CachedAnswer, ResponseCache, cache_key
 from engine.structured_output import extract_json_payload, structured_output_violation, violation_error_body
 from engine.tool_markup import ParsedToolCall, ToolMarkupParser, tool_preamble
+
+log = logging.getLogger("engine.http")
 
 EventKind = Literal["role", "reasoning", "content", "tool_call", "finish", "usage", "error"]
 
@@ -81,8 +85,10 @@ class ChatService:
         upstream_api_key: str,
         native_mode: bool = False,
         clock: Callable[[], float] = time.monotonic,
+        sessions: Sessions | None = None,
     ) -> None:
         self.engine = engine
+        self.sessions = sessions
         self.ledger = ledger
         self.cache = cache
         self.account = account
@@ -100,14 +106,23 @@ class ChatService:
         use_cache: bool = True,
     ) -> None:
         """Run one turn, reporting it through ``emit``. ``use_cache=False`` neither reads nor fills the
-        response cache (Responses turns: their answer is stored under a response id instead)."""
+        response cache (Responses turns: their answer is stored under a response id instead); neither does
+        a turn in a durable session, whose committed history is part of what it sends."""
         started = self._clock()
         model = request.model.name
+        use_cache = use_cache and request.session_id is None
         key = cache_key(caller.id, request.body) if use_cache and caller.scoped and self.cache.enabled else None
         cached = self.cache.get(key) if key is not None else None
         if cached is not None:
             self.ledger.record_request(model, True, 0, self.account, cache_served=True)
             _replay(cached, emit)
+            return
+
+        try:
+            lowered = self._lowered(request, caller)  # commit before build: the session log first
+        except ApiError as exc:
+            self.ledger.record_request(model, False, self._ms(started), self.account)
+            emit(ChatEvent("error", error=exc))
             return
 
         buffered: list[ChatEvent] | None = [] if request.schema is not None else None
@@ -150,7 +165,7 @@ class ChatService:
                 self._options(request, caller),
                 on_delta=on_delta,
                 abort=abort,
-                lowered=_with_json_hint(lower_tool_turns(request.messages), request),
+                lowered=lowered,
             )
         except CascadeError as exc:
             self.ledger.record_request(model, False, self._ms(started), self.account)
@@ -189,6 +204,21 @@ class ChatService:
             emit(event)
         emit(ChatEvent("finish", text=finish))
         emit(ChatEvent("usage", usage=usage))
+
+    def _lowered(self, request: ChatRequest, caller: Caller) -> list[dict[str, Any]]:
+        """What the prompt builder replays. In a durable session the request's new tool results are
+        committed first and every tool result is lowered from the session (engine.http.sessions)."""
+        vision = request.model.vision
+        sessions = self.sessions
+        if request.session_id is None or sessions is None or not sessions.enabled:
+            return _with_json_hint(cascade_messages(request.messages, vision=vision), request)
+        try:
+            durable = sessions.commit(caller.id, request.session_id, session_items(request.messages))
+        except Exception:
+            log.exception("sessions: committing to %r failed", request.session_id)
+            raise session_error("this request's tool results could not be committed") from None
+        messages = cascade_messages(request.messages, vision=vision, durable=durable.results, pruned=durable.pruned)
+        return _with_json_hint(messages, request)
 
     def _options(self, request: ChatRequest, caller: Caller) -> TurnOptions:
         preamble = "" if self._native_mode else tool_preamble(request.tools, request.tool_choice)

@@ -28,6 +28,7 @@ class ChatRequest:
     tool_choice: object
     schema: Mapping[str, Any] | None
     wants_json: bool
+    session_id: str | None = None  # the durable session the request names (X-Session-Id), engine.http.sessions
 
 
 def parse_chat_request(body: object, catalogue: ModelCatalogue) -> ChatRequest:

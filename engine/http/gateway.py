@@ -19,6 +19,7 @@ from engine.conversation import ConversationEngine
 from engine.http.app import HttpSettings, build_app
 from engine.http.chat import ChatService
 from engine.http.metrics_view import MetricsView
+from engine.http.sessions import Sessions, open_session_log
 from engine.ledger import Ledger
 from engine.ls_requests import ClientIdentity
 from engine.metrics import ImageHistoryMetrics
@@ -46,10 +47,14 @@ class GatewayConfig:
     # The response store behind /v1/responses: "memory", "sqlite:PATH" or "off" (nothing is kept).
     store: str = "memory"
     store_limits: StoreLimits = field(default_factory=StoreLimits)
+    # The session log behind X-Session-Id (engine.http.sessions): a SQLite file path, None for an in-memory
+    # log, or "off" (no sessions; the header is ignored).
+    session_log: str | None = None
 
 
 class Gateway:
-    """Raises :class:`engine.response_store.StoreOpenError` (a ValueError) when the store cannot be opened."""
+    """Raises :class:`engine.response_store.StoreOpenError` (a ValueError) when the store cannot be opened and
+    :class:`engine.http.sessions.SessionLogOpenError` (a ValueError) when the session log cannot."""
 
     def __init__(self, config: GatewayConfig, *, catalogue: ModelCatalogue | None = None) -> None:
         self.config = config
@@ -58,6 +63,12 @@ class Gateway:
         self.store: ResponseStore | None = (
             None if config.store == "off" else open_store(config.store, config.store_limits)
         )
+        try:
+            self.sessions = Sessions(open_session_log(config.session_log))
+        except BaseException:
+            if self.store is not None:
+                self.store.close()
+            raise
         self.client = CascadeClient(
             LsEndpoint(config.ls_address, config.csrf_token), identity=config.identity, poll=config.poll
         )
@@ -72,18 +83,24 @@ class Gateway:
             account=config.account,
             upstream_api_key=config.upstream_api_key,
             native_mode=config.native_mode,
+            sessions=self.sessions,
         )
         self.metrics = MetricsView(
             images=self.images, pool=self.pool, ledger=self.ledger, cache=self.cache, store=self.store
         )
-        self.app: Starlette = build_app(self.service, self.catalogue, self.metrics, config.http, self.store)
+        self.app: Starlette = build_app(
+            self.service, self.catalogue, self.metrics, config.http, self.store, self.sessions
+        )
 
     def close(self) -> None:
         try:
             self.client.close()
         finally:
-            if self.store is not None:
-                self.store.close()
+            try:
+                if self.store is not None:
+                    self.store.close()
+            finally:
+                self.sessions.close()
 
 
 class ServedGateway:

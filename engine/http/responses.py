@@ -58,6 +58,7 @@ class FrontHooks:
     refuse_origin: Callable[[Request], None]  # an Origin header
     limiter: anyio.CapacityLimiter
     heartbeat_s: float
+    session_id: Callable[[Request], str | None] = lambda request: None  # the X-Session-Id a request names
 
 
 @dataclass(frozen=True)
@@ -101,14 +102,14 @@ class ResponsesRoutes:
             self._hooks.refuse_web_post(request)
             caller = self._hooks.caller(request)
             parsed = parse_responses_request(await self._hooks.json_body(request), self._catalogue)
-            turn = await self._prepare(parsed, caller)
+            turn = await self._prepare(parsed, caller, self._hooks.session_id(request))
         except ApiError as exc:
             return _error(exc)
         if parsed.stream:
             return StreamingResponse(self._stream(turn), media_type="text/event-stream", headers=_NO_CACHE)
         return await self._complete(turn)
 
-    async def _prepare(self, parsed: ResponsesRequest, caller: Caller) -> _Turn:
+    async def _prepare(self, parsed: ResponsesRequest, caller: Caller, session_id: str | None = None) -> _Turn:
         items = list(parsed.input_items)
         if parsed.previous_response_id is not None:
             prior = await self._lookup(parsed.previous_response_id, caller, param="previous_response_id")
@@ -126,6 +127,7 @@ class ResponsesRoutes:
             tool_choice=parsed.chat_tool_choice,
             schema=parsed.schema,
             wants_json=parsed.wants_json,
+            session_id=session_id,
         )
         return _Turn(
             request=parsed,

@@ -28,6 +28,7 @@ import uvicorn
 
 from engine.http.app import HttpSettings
 from engine.http.gateway import Gateway, GatewayConfig
+from engine.http.sessions import SessionLogOpenError
 from engine.ls_spawn import LsSpawnError, spawn_ls
 from engine.polling import PollSettings
 from engine.response_store import StoreLimits
@@ -50,6 +51,7 @@ class ServeOptions:
     log_level: str = "warning"
     store: str = "memory"  # "memory", "sqlite:PATH" or "off"
     store_limits: StoreLimits = field(default_factory=StoreLimits)
+    session_log: str | None = None  # a SQLite file, None (in memory) or "off" (engine.http.sessions)
 
 
 class Interrupted(BaseException):
@@ -130,8 +132,11 @@ def _run(options: ServeOptions, signals: _Signals) -> int:
                     poll=PollSettings(poll_interval_s=options.poll_interval_s),
                     store=options.store,
                     store_limits=options.store_limits,
+                    session_log=options.session_log,
                 )
             )
+        except SessionLogOpenError as exc:
+            return _fail(f"cannot open the session log {options.session_log!r}: {exc}")
         except (ValueError, OSError, sqlite3.Error) as exc:
             return _fail(f"cannot open the response store {options.store!r}: {exc}")
         cleanup.callback(gateway.close)

@@ -31,7 +31,12 @@ def fake() -> Iterator[FakeLSThread]:
 
 
 def serve(
-    fake: FakeLSThread, *, store: str = "memory", store_limits: StoreLimits | None = None, **settings: Any
+    fake: FakeLSThread,
+    *,
+    store: str = "memory",
+    store_limits: StoreLimits | None = None,
+    session_log: str | None = None,
+    **settings: Any,
 ) -> ServedGateway:
     http = HttpSettings(api_keys={KEY_A: "caller-a", KEY_B: "caller-b"}, **settings)
     config = GatewayConfig(
@@ -41,6 +46,7 @@ def serve(
         poll=PollSettings(poll_interval_s=0.002),
         store=store,
         store_limits=store_limits or StoreLimits(),
+        session_log=session_log,
     )
     return ServedGateway(Gateway(config)).start()
 
