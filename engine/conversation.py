@@ -16,7 +16,7 @@ from engine.cascade_client import CascadeClient, CascadeTurnRequest, CascadeTurn
 from engine.config import HistoryImageLimits
 from engine.extract import Fetcher
 from engine.fingerprint import FingerprintOptions, fingerprint_after, fingerprint_before
-from engine.images import ImageSettings
+from engine.images import ImageSettings, ImageVerdicts
 from engine.ls_requests import ModelRef
 from engine.messages import Message
 from engine.metrics import METRICS, ImageHistoryMetrics
@@ -107,6 +107,7 @@ class ConversationEngine:
         )
         replayed = messages if lowered is None else lowered
         prompt_messages = [Message(str(m.get("role", "")), m.get("content")) for m in replayed]
+        verdicts = ImageVerdicts()  # one request: its rebuild does not decode again what its build did
 
         def build(*, is_resume: bool, rebuild: bool = False) -> PromptBuild:
             return build_cascade_prompt(
@@ -121,6 +122,7 @@ class ConversationEngine:
                 fetcher=self._fetcher,
                 env=options.env,
                 metrics=self._metrics,
+                verdicts=verdicts,
             )
 
         prompt = build(is_resume=entry is not None)

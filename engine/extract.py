@@ -8,8 +8,10 @@
   their text, images go through ``shrink_image`` (and URL images through the SSRF-guarded fetcher
   first), PDFs become marker-wrapped text. Images never appear in the returned text. Errors are
   logged on ``engine.images`` and never raised. ``unextractable`` counts the image-like blocks that
-  yielded no image (a PDF, a failed fetch or parse, an undecodable or shrink-dropped image, a
-  ``file_id``, an unhandled shape).
+  yielded no image (a PDF, a failed fetch or parse, an image that does not decode completely within
+  the pixel budget or that the shrink pipeline dropped, a ``file_id``, an unhandled shape). The
+  gate's verdicts are kept in the request's :class:`engine.images.ImageVerdicts`, so the same bytes
+  are decoded once per request.
 
 Fidelity notes: block types are compared exactly (``'text'``, ``'image'``, ...) as in image.js, while
 ``is_image_like_block`` lower-cases the type as client.js does; ``input_image`` is image-like but not
@@ -28,6 +30,7 @@ from engine.images import (
     DataUrlError,
     ImageData,
     ImageSettings,
+    ImageVerdicts,
     ShrinkOutcome,
     parse_data_url,
     parse_generic_data_url,
@@ -112,11 +115,11 @@ def content_to_string(content: object) -> str:
     return js_stringify(content) or ""
 
 
-def _push_image(images: list[ImageData], image: ImageData, settings: ImageSettings) -> None:
+def _push_image(images: list[ImageData], image: ImageData, settings: ImageSettings, verdicts: ImageVerdicts) -> None:
     """``pushImage``: gate one image through ``shrink_image`` and keep it unless dropped."""
     if not image.base64_data:
         return
-    decision = shrink_image(image, settings)
+    decision = shrink_image(image, settings, verdicts)
     if decision.dropped:
         log.warning(
             "Image skipped: %s (format=%s, %sx%s)",
@@ -150,13 +153,14 @@ def _mime_of(source: object) -> str:
 
 
 class _Extractor:
-    def __init__(self, fetcher: Fetcher, settings: ImageSettings) -> None:
+    def __init__(self, fetcher: Fetcher, settings: ImageSettings, verdicts: ImageVerdicts) -> None:
         self.fetcher = fetcher
         self.settings = settings
+        self.verdicts = verdicts
         self.images: list[ImageData] = []
 
     def push(self, image: ImageData) -> None:
-        _push_image(self.images, image, self.settings)
+        _push_image(self.images, image, self.settings, self.verdicts)
 
     def fetch(self, url: object) -> ImageData:
         if not isinstance(url, str):
@@ -244,15 +248,18 @@ class _Extractor:
         return ""
 
 
-def extract_images(content: object, *, fetcher: Fetcher | None, settings: ImageSettings) -> Extracted:
+def extract_images(
+    content: object, *, fetcher: Fetcher | None, settings: ImageSettings, verdicts: ImageVerdicts | None = None
+) -> Extracted:
     """``extractImages``: text plus field-6 images of one message's content. Never raises.
 
     ``fetcher=None`` means the default SSRF-guarded ``fetch_image_url`` (default ``FetchPolicy``).
+    ``verdicts`` is the request's record of judged images (a fresh one for this call when omitted).
     """
     if not _is_list(content):
         return Extracted("" if content is None else js_string(content), [], 0)
     assert isinstance(content, Sequence)
-    extractor = _Extractor(fetcher or fetch_image_url, settings)
+    extractor = _Extractor(fetcher or fetch_image_url, settings, ImageVerdicts() if verdicts is None else verdicts)
     text: list[str] = []
     unextractable = 0
     for block in content:

@@ -1,16 +1,41 @@
-"""Inbound image gate (image.js): data model, format sniffing, data-URL parsing and the shrink pipeline.
+"""Inbound image gate (image.js): data model, format sniffing, data-URL parsing, the decode guard
+and the shrink pipeline.
 
-``shrink_image`` is ``maybeShrinkImage`` plus ``shrinkPixels``:
+``shrink_image`` is ``maybeShrinkImage`` plus ``shrinkPixels``, with the guards the baseline lacked:
 
 * the format comes from the magic bytes and overrides the declared MIME (default ``image/png``);
-* byte-oversized (base64 longer than the hard ceiling) -> re-encode to JPEG; kept when the result
-  fits the ceiling, dropped otherwise; a byte-oversized GIF is always dropped (it may be animated);
-* within the ceiling but with a long side above the cap -> re-encode, or forward unchanged when the
-  re-encode is unavailable (WebP, undecodable, over the decode-pixel budget); a GIF is never touched;
-* the re-encode decodes PNG or JPEG only, refuses anything whose header declares more pixels than
-  the decode budget (checked before Pillow decodes a single pixel), scales bilinearly to the long
-  side cap, then steps JPEG quality down by 10 to 60 and, still too big, shrinks the long side by
-  0.8 (floor 128), always rescaling from the original.
+  bytes that are no PNG, JPEG, GIF or WebP are dropped;
+* a header that declares more pixels than the decode budget is dropped before Pillow sees a byte;
+* **the decode guard**: every other image is decoded completely (Pillow ``load()``) before it may be
+  forwarded; one that does not decode (truncated, a header without a scan, corrupt data) or whose
+  parsed size is over the budget is dropped (``undecodable: ...`` / ``decompression bomb: ...``).
+  For an animation (GIF, WebP, APNG) the first frame is decoded and ``n_frames`` x width x height
+  must be within the budget, so the frames a renderer would decode all fit it;
+* byte-oversized (more than ``MAX_SIZE`` **decoded** bytes, or a canonical base64 longer than
+  ``max_base64_len``) -> re-encode to JPEG; kept when the result fits, dropped otherwise; a
+  byte-oversized GIF or WebP is dropped without a decode (neither is re-encoded);
+* within the limits but with a long side above the cap -> re-encode, or forward unchanged when the
+  re-encode is unavailable (GIF, WebP); the re-encode scales the decoded image bilinearly to the
+  long side cap, then steps JPEG quality down by 10 to 60 and, still too big, shrinks the long side
+  by 0.8 (floor 128), always rescaling from the original.
+
+Limits are exact, in the unit they are stated in: ``MAX_SIZE`` decoded bytes are within the cap and
+one more byte is not, whatever the base64 padding or whitespace (a base64 length cannot say it:
+5 MiB and 5 MiB + 1 byte both take 6 990 508 characters); ``width * height`` equal to the decode
+budget decodes and one pixel more is a bomb. The engine's budget is the only judge: images are
+parsed by the format's Pillow plugin directly, so Pillow's process-wide ``Image.MAX_IMAGE_PIXELS``
+check (a warning above it, ``DecompressionBombError`` above twice it) never decides first.
+
+A kept image is forwarded as the canonical base64 of the bytes that decoded (byte-identical to the
+input when that was canonical already), so field 6 carries exactly what was checked.
+
+Full decodes are bounded process-wide: at most ``CASCADE_MAX_CONCURRENT_DECODES`` (default 4, read
+from the environment at import) run at once, each holding one decoded image (at most 4 bytes per
+pixel of the 40 Mi-pixel budget, 160 MiB; a 36-megapixel RGB photo is about 108 MB) plus, for a
+re-encode, its RGB copy and scaled frames. Further images wait for a slot (:data:`DECODE_SLOTS`), so
+50 concurrent image requests hold at most 4 decodes in memory, not 50. Within one request the
+verdict on each image is decided once (:class:`ImageVerdicts`): a resumed request's rebuild and an
+image repeated across turns do not decode the same bytes again.
 
 Identical input gives byte-identical output (no timestamps, no EXIF/ICC, fixed encoder options).
 """
@@ -21,21 +46,27 @@ import base64
 import binascii
 import io
 import math
+import os
 import re
 import struct
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
 
-from PIL import Image
+from PIL import GifImagePlugin, Image, ImageFile, JpegImagePlugin, PngImagePlugin, WebPImagePlugin
 
 from engine.config import positive_int_env
-from engine.js import JS_SPACE_CLASS, utf16_len
+from engine.js import JS_SPACE_CLASS
 
 MAX_SIZE = 5 * 1024 * 1024
-"""Fetch/decode hard cap in bytes (image.js ``MAX_SIZE``)."""
+"""The hard cap in **decoded** bytes (image.js ``MAX_SIZE``): a data URL, a fetched body and the gate
+count the bytes the base64 decodes to; exactly ``MAX_SIZE`` is within it, one byte more is not."""
 MAX_BASE64_LEN = math.ceil(MAX_SIZE * 4 / 3) + 100
-"""Hard drop ceiling in base64 characters (``MAX_BASE64_LEN`` / ``IMAGE_MAX_BASE64_LEN``)."""
+"""The baseline's ceiling in base64 characters (``MAX_BASE64_LEN`` / ``IMAGE_MAX_BASE64_LEN``). It no
+longer measures the 5 MiB cap; the gate holds the canonical base64 it forwards to it
+(``ImageSettings.max_base64_len``), which ``MAX_SIZE`` decoded bytes never reach."""
 MAX_REDIRECTS = 3
 MIME_OK = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
 IMAGE_MAX_LONG_SIDE = 1568
@@ -49,6 +80,9 @@ MIN_LONG_SIDE = 128
 ENV_MAX_LONG_SIDE = "WINDSURFAPI_IMAGE_MAX_LONG_SIDE"
 ENV_MAX_BYTES = "WINDSURFAPI_IMAGE_MAX_BYTES"
 ENV_JPEG_QUALITY = "WINDSURFAPI_IMAGE_JPEG_QUALITY"
+ENV_MAX_CONCURRENT_DECODES = "CASCADE_MAX_CONCURRENT_DECODES"
+DEFAULT_MAX_CONCURRENT_DECODES = 4
+"""Full decodes the process runs at once (``CASCADE_MAX_CONCURRENT_DECODES``, a positive int)."""
 
 FORMAT_TO_MIME = {"png": "image/png", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp"}
 
@@ -79,16 +113,25 @@ class DataUrlError(ValueError):
 
 @dataclass(frozen=True)
 class ImageSettings:
-    """The image limits; the defaults are the baseline constants."""
+    """The image limits; the defaults are the baseline constants. ``max_decoded_bytes`` and
+    ``max_decode_pixels`` are inclusive: an image of exactly that many bytes or pixels is within."""
 
     max_long_side: int = IMAGE_MAX_LONG_SIDE
     max_bytes: int = IMAGE_MAX_BYTES
     jpeg_quality: int = IMAGE_JPEG_QUALITY
     max_base64_len: int = MAX_BASE64_LEN
     max_decode_pixels: int = MAX_DECODE_PIXELS
+    max_decoded_bytes: int = MAX_SIZE
 
     def __post_init__(self) -> None:
-        for name in ("max_long_side", "max_bytes", "jpeg_quality", "max_base64_len", "max_decode_pixels"):
+        for name in (
+            "max_long_side",
+            "max_bytes",
+            "jpeg_quality",
+            "max_base64_len",
+            "max_decode_pixels",
+            "max_decoded_bytes",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"ImageSettings.{name} must be a positive int, got {value!r}")
@@ -113,6 +156,13 @@ def b64decode_lenient(data: str) -> bytes:
         return base64.b64decode(body + "=" * (-len(body) % 4))
     except (binascii.Error, ValueError):  # pragma: no cover - the alphabet is clean by construction
         return b""
+
+
+def decoded_size(data: str) -> int:
+    """How many bytes :func:`b64decode_lenient` makes of ``data``, without decoding it: the base64
+    characters before the first ``=`` (whitespace and other foreign characters are no part of it)."""
+    body = _B64_CHARS.sub("", data.split("=", 1)[0].translate(_URLSAFE))
+    return len(body) // 4 * 3 + (0, 0, 1, 2)[len(body) % 4]
 
 
 def _decode_head(data: str, n_bytes: int) -> bytes:
@@ -229,13 +279,13 @@ def parse_data_url(url: str) -> ImageData:
     """``parseDataUrl``: ``data:image/<type>;base64,<payload>`` after removing all whitespace.
 
     Raises ``DataUrlError`` (``malformed`` when the URL does not match, ``too_large`` when the payload
-    is longer than ``MAX_BASE64_LEN``). The MIME is lower-cased.
+    decodes to more than ``MAX_SIZE`` bytes). The MIME is lower-cased.
     """
     clean = _JS_SPACE_RE.sub("", url)
     match = _IMAGE_DATA_URL_RE.fullmatch(clean)
     if match is None:
         raise DataUrlError("malformed", "not an image data URL")
-    if utf16_len(match.group(2)) > MAX_BASE64_LEN:
+    if decoded_size(match.group(2)) > MAX_SIZE:
         raise DataUrlError("too_large", f"Image data URL exceeds {MAX_SIZE} byte limit")
     return ImageData(base64_data=match.group(2), mime_type=match.group(1).lower())
 
@@ -243,13 +293,13 @@ def parse_data_url(url: str) -> ImageData:
 def parse_generic_data_url(url: str) -> ImageData | None:
     """``parseGenericDataUrl``: a base64 data URL of any MIME (used for PDFs); ``None`` when malformed.
 
-    Raises ``DataUrlError("too_large", ...)`` above ``MAX_BASE64_LEN``.
+    Raises ``DataUrlError("too_large", ...)`` when the payload decodes to more than ``MAX_SIZE`` bytes.
     """
     clean = _JS_SPACE_RE.sub("", url)
     match = _GENERIC_DATA_URL_RE.fullmatch(clean)
     if match is None:
         return None
-    if utf16_len(match.group(2)) > MAX_BASE64_LEN:
+    if decoded_size(match.group(2)) > MAX_SIZE:
         raise DataUrlError("too_large", f"Data URL exceeds {MAX_SIZE} byte limit")
     return ImageData(base64_data=match.group(2), mime_type=match.group(1).lower())
 
@@ -262,8 +312,10 @@ class ShrinkOutcome(StrEnum):
 
 @dataclass(frozen=True)
 class ShrinkResult:
-    """The gate's decision. ``image`` is what to send (the original, MIME-corrected, when kept or
-    dropped; the JPEG re-encode when resized). ``reason`` is the baseline's log text."""
+    """The gate's decision. ``image`` is what to send: when kept, the canonical base64 of the bytes
+    that decoded (MIME-corrected); when resized, the JPEG re-encode; when dropped, the input as given
+    (MIME-corrected). ``reason`` is the log text. ``width``/``height`` are the header's size, or the
+    size Pillow parsed when the header probe could not read one."""
 
     outcome: ShrinkOutcome
     image: ImageData
@@ -278,8 +330,136 @@ class ShrinkResult:
         return self.outcome is ShrinkOutcome.DROPPED
 
 
-class _ReencodeError(Exception):
-    pass
+# --------------------------------------------------------------------------- bounded decodes
+
+
+@dataclass(frozen=True)
+class DecodeSlotsState:
+    limit: int
+    active: int  # decodes running now
+    waiting: int  # callers queued for a slot
+    peak: int  # the most decodes that ever ran at once
+
+
+class DecodeSlots:
+    """A process-wide bound on simultaneous full decodes (a ``BoundedSemaphore`` of ``limit``).
+
+    A slot is held for the life of one decoded image: the decode and, when there is one, its
+    re-encode. The bookkeeping (active, waiting, peak) is what tests and operators observe.
+    """
+
+    def __init__(self, limit: int) -> None:
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"the concurrent decode limit must be a positive int, got {limit!r}")
+        self.limit = limit
+        self._slots = threading.BoundedSemaphore(limit)
+        self._changed = threading.Condition()
+        self._active = self._waiting = self._peak = 0
+
+    @contextmanager
+    def hold(self) -> Iterator[None]:
+        with self._changed:
+            self._waiting += 1
+            self._changed.notify_all()
+        try:
+            self._slots.acquire()
+        finally:
+            with self._changed:
+                self._waiting -= 1
+                self._changed.notify_all()
+        with self._changed:
+            self._active += 1
+            self._peak = max(self._peak, self._active)
+            self._changed.notify_all()
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._active -= 1
+                self._changed.notify_all()
+            self._slots.release()
+
+    def _state(self) -> DecodeSlotsState:
+        return DecodeSlotsState(self.limit, self._active, self._waiting, self._peak)
+
+    def state(self) -> DecodeSlotsState:
+        with self._changed:
+            return self._state()
+
+    def wait_until(self, predicate: Callable[[DecodeSlotsState], bool], timeout: float) -> DecodeSlotsState | None:
+        """Block until ``predicate`` holds for the state (returned), or ``None`` after ``timeout`` seconds."""
+        with self._changed:
+            if self._changed.wait_for(lambda: predicate(self._state()), timeout):
+                return self._state()
+            return None
+
+
+def max_concurrent_decodes(env: Mapping[str, str]) -> int:
+    """``CASCADE_MAX_CONCURRENT_DECODES``: a positive int, else :data:`DEFAULT_MAX_CONCURRENT_DECODES`."""
+    return positive_int_env(env, ENV_MAX_CONCURRENT_DECODES, DEFAULT_MAX_CONCURRENT_DECODES)
+
+
+DECODE_SLOTS = DecodeSlots(max_concurrent_decodes(os.environ))
+"""The process's decode slots, sized from the environment at import."""
+
+
+# --------------------------------------------------------------------------- the decode guard
+
+
+class _Undecodable(Exception):
+    """The bytes do not decode completely: ``str()`` is the log reason."""
+
+
+class _Bomb(_Undecodable):
+    """The size Pillow parsed (times the frames) is over the decode budget."""
+
+
+# The format's own parser, chosen from the magic bytes. ``Image.open`` is not used: it would run
+# Pillow's process-wide MAX_IMAGE_PIXELS check before the engine's budget could decide.
+_PARSERS: dict[str, Callable[[io.BytesIO], ImageFile.ImageFile]] = {
+    "png": PngImagePlugin.PngImageFile,
+    "jpeg": JpegImagePlugin.JpegImageFile,
+    "gif": GifImagePlugin.GifImageFile,
+    "webp": WebPImagePlugin.WebPImageFile,
+}
+
+
+def _why(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
+
+
+def _decode(raw: bytes, fmt: str, settings: ImageSettings) -> ImageFile.ImageFile:
+    """Parse and fully decode ``raw`` (the first frame of an animation) within the pixel budget;
+    the caller closes the image. Raises ``_Bomb`` or ``_Undecodable``, never anything else."""
+    budget = settings.max_decode_pixels
+    try:
+        img = _PARSERS[fmt](io.BytesIO(raw))
+    except Exception as exc:  # SyntaxError, OSError, ValueError, struct.error, ...
+        raise _Undecodable(f"undecodable: {_why(exc)}") from exc
+    try:
+        width, height = img.size
+        # Checked on the size Pillow parsed, before a single pixel is decoded.
+        if width * height > budget:
+            raise _Bomb(f"decompression bomb: {width}x{height} pixels exceeds the decode budget of {budget}")
+        frames = getattr(img, "n_frames", 1)
+        if frames * width * height > budget:
+            raise _Bomb(
+                f"decompression bomb: {frames} frames of {width}x{height} pixels exceed the decode budget of {budget}"
+            )
+        img.load()
+    except _Undecodable:
+        img.close()
+        raise
+    except Image.DecompressionBombError as exc:  # a GIF frame larger than its canvas, past Pillow's own limit
+        img.close()
+        raise _Bomb(f"decompression bomb: {_why(exc)}") from exc
+    except Exception as exc:  # truncated data, a header without a scan, corrupt streams
+        img.close()
+        raise _Undecodable(f"undecodable: {_why(exc)}") from exc
+    return img
+
+
+# --------------------------------------------------------------------------- re-encode
 
 
 def _round_half_up(value: float) -> int:
@@ -292,108 +472,154 @@ def _encode_jpeg(img: Image.Image, quality: int) -> str:
     return base64.b64encode(out.getvalue()).decode("ascii")
 
 
-def _decode_original(raw: bytes, settings: ImageSettings) -> Image.Image:
-    if not (raw[:4] == b"\x89PNG" or raw[:2] == b"\xff\xd8"):
-        raise _ReencodeError("unsupported image format for re-encode (only PNG/JPEG)")
-    with Image.open(io.BytesIO(raw), formats=("PNG", "JPEG")) as img:
-        width, height = img.size
-        # Second guard on the size Pillow parsed, before any pixel is decoded.
-        if width * height > settings.max_decode_pixels:
-            raise _ReencodeError(f"image {width}x{height} exceeds decode pixel budget")
-        img.load()
-        return img.convert("RGB")
-
-
-def _shrink_pixels(data: str, settings: ImageSettings) -> str:
-    """``shrinkPixels``: re-encode to JPEG toward ``settings.max_bytes``; returns base64.
-
-    Raises ``_ReencodeError`` on any decode or encode failure, including the decode-pixel budget; the
-    caller turns it into a passthrough or a drop.
-    """
-    try:
-        header = read_dimensions(data)
-        if header is not None and header[0] * header[1] > settings.max_decode_pixels:
-            raise _ReencodeError(f"image {header[0]}x{header[1]} exceeds decode pixel budget")
-        original = _decode_original(b64decode_lenient(data), settings)
-        src_w, src_h = original.size
-        if not src_w or not src_h:
-            raise _ReencodeError("decoded image has no dimensions")
-        src_long = max(src_w, src_h)
-        cur_long = min(settings.max_long_side, src_long)
+def _shrink_pixels(decoded: Image.Image, settings: ImageSettings) -> str:
+    """``shrinkPixels``: re-encode a decoded PNG or JPEG to JPEG toward ``settings.max_bytes``; returns
+    base64. Any Pillow error propagates; the caller turns it into a passthrough or a drop."""
+    original = decoded.convert("RGB")
+    src_w, src_h = original.size
+    src_long = max(src_w, src_h)
+    cur_long = min(settings.max_long_side, src_long)
+    while True:
+        frame = original
+        if src_long > cur_long:
+            scale = cur_long / src_long
+            size = (max(1, _round_half_up(src_w * scale)), max(1, _round_half_up(src_h * scale)))
+            frame = original.resize(size, Image.Resampling.BILINEAR)
+        quality = settings.jpeg_quality
         while True:
-            frame = original
-            if src_long > cur_long:
-                scale = cur_long / src_long
-                size = (max(1, _round_half_up(src_w * scale)), max(1, _round_half_up(src_h * scale)))
-                frame = original.resize(size, Image.Resampling.BILINEAR)
-            quality = settings.jpeg_quality
-            while True:
-                out = _encode_jpeg(frame, quality)
-                if len(out) <= settings.max_bytes or quality <= MIN_JPEG_QUALITY:
-                    break
-                quality = max(MIN_JPEG_QUALITY, quality - 10)
-            if len(out) <= settings.max_bytes or cur_long <= MIN_LONG_SIDE:
-                return out
-            cur_long = max(MIN_LONG_SIDE, _round_half_up(cur_long * 0.8))
-    except _ReencodeError:
-        raise
-    except Exception as exc:  # Pillow raises OSError, ValueError, SyntaxError, DecompressionBombError, ...
-        raise _ReencodeError(str(exc) or type(exc).__name__) from exc
+            out = _encode_jpeg(frame, quality)
+            if len(out) <= settings.max_bytes or quality <= MIN_JPEG_QUALITY:
+                break
+            quality = max(MIN_JPEG_QUALITY, quality - 10)
+        if len(out) <= settings.max_bytes or cur_long <= MIN_LONG_SIDE:
+            return out
+        cur_long = max(MIN_LONG_SIDE, _round_half_up(cur_long * 0.8))
 
 
-def shrink_image(img: ImageData, settings: ImageSettings | None = None) -> ShrinkResult:
-    """``maybeShrinkImage``: decide kept / resized / dropped for one image. Never raises."""
-    s = settings or ImageSettings()
+# --------------------------------------------------------------------------- the gate
+
+
+def _byte_oversize(decoded: int, chars: int, settings: ImageSettings) -> str | None:
+    """Why an image is byte-oversized (``None`` when it is not): decoded bytes first, then the
+    canonical base64 length."""
+    if decoded > settings.max_decoded_bytes:
+        return f"decoded size {decoded} bytes exceeds limit {settings.max_decoded_bytes}"
+    if chars > settings.max_base64_len:
+        return f"base64 length {chars} exceeds limit {settings.max_base64_len}"
+    return None
+
+
+def _fits(data: str, settings: ImageSettings) -> bool:
+    return _byte_oversize(decoded_size(data), len(data), settings) is None
+
+
+def _as_decoded(original: ImageData, raw: bytes) -> ImageData:
+    """What a kept image forwards: the canonical base64 of the bytes that decoded; the input itself
+    when it was canonical already (no whitespace, URL-safe characters, missing padding or trailer)."""
+    canonical = base64.b64encode(raw).decode("ascii")
+    return original if canonical == original.base64_data else ImageData(canonical, original.mime_type)
+
+
+def _gate(img: ImageData, s: ImageSettings) -> ShrinkResult:
     data = img.base64_data or ""
     declared = (img.mime_type or "image/png").lower()
     detected = sniff_base64(data)
     fmt = detected or _mime_to_format(declared)
     mime = FORMAT_TO_MIME[detected] if detected else declared
     dims = read_dimensions(data, fmt)
-    width, height = dims if dims else (None, None)
-    long_side = max(dims) if dims else 0
-    oversize_dims = dims is not None and long_side > s.max_long_side
-    size = len(data)
     original = ImageData(base64_data=data, mime_type=mime)
 
     def result(outcome: ShrinkOutcome, image: ImageData, reason: str | None, oversize: bool) -> ShrinkResult:
+        width, height = dims if dims else (None, None)
         return ShrinkResult(outcome, image, reason, fmt, width, height, oversize)
+
+    def drop(reason: str) -> ShrinkResult:
+        oversize = dims is not None and max(dims) > s.max_long_side
+        return result(ShrinkOutcome.DROPPED, original, reason, oversize)
 
     # Refusals the baseline lacked (issue 4): bytes that are no image format on the MIME allowlist,
     # and decompression bombs, never reach field 6, whatever the client declared.
     if detected is None:
-        reason = "not a PNG, JPEG, GIF or WebP image (magic bytes); refused"
-        return result(ShrinkOutcome.DROPPED, original, reason, oversize_dims)
+        return drop("not a PNG, JPEG, GIF or WebP image (magic bytes); refused")
     if dims is not None and dims[0] * dims[1] > s.max_decode_pixels:
-        reason = f"decompression bomb: {dims[0]}x{dims[1]} pixels exceeds the decode budget of {s.max_decode_pixels}"
-        return result(ShrinkOutcome.DROPPED, original, reason, oversize_dims)
+        return drop(
+            f"decompression bomb: {dims[0]}x{dims[1]} pixels exceeds the decode budget of {s.max_decode_pixels}"
+        )
 
-    if size > s.max_base64_len:
-        over = f"base64 length {size} exceeds limit {s.max_base64_len}"
-        if fmt == "gif":
-            reason = f"{over} and GIF is not re-encoded (may be animated)"
-            return result(ShrinkOutcome.DROPPED, original, reason, oversize_dims)
+    raw = b64decode_lenient(data)
+    canonical_len = -(-len(raw) // 3) * 4
+    over = _byte_oversize(len(raw), canonical_len, s)
+    if over is not None and detected == "gif":
+        return drop(f"{over} and GIF is not re-encoded (may be animated)")
+    if over is not None and detected == "webp":
+        return drop(f"{over} and re-encode failed: unsupported image format for re-encode (only PNG/JPEG)")
+
+    with DECODE_SLOTS.hold():
         try:
-            shrunk = _shrink_pixels(data, s)
-        except _ReencodeError as exc:
-            reason = f"{over} and re-encode failed: {exc}"
-            return result(ShrinkOutcome.DROPPED, original, reason, oversize_dims)
-        if len(shrunk) <= s.max_base64_len:
-            reason = f"re-encoded {size}B -> {len(shrunk)}B JPEG (was byte-oversized)"
+            decoded = _decode(raw, detected, s)
+        except _Undecodable as exc:
+            if over is None:  # the decode guard: what does not decode completely is never forwarded
+                return drop(str(exc))
+            return drop(f"{over} and re-encode failed: {exc}")
+        with decoded:
+            if dims is None:  # the header probe missed the size; Pillow's parse has it
+                dims = decoded.size
+            long_side = max(dims)
+            oversize = long_side > s.max_long_side
+            reencodable = detected in ("png", "jpeg")
+            if over is None and not (oversize and reencodable):
+                forwarded = _as_decoded(original, raw)
+                if not oversize:
+                    return result(ShrinkOutcome.KEPT, forwarded, None, False)
+                how = "GIF forwarded as-is" if detected == "gif" else "forwarded as-is; re-encode unavailable"
+                return result(
+                    ShrinkOutcome.KEPT, forwarded, f"long side {long_side}px exceeds {s.max_long_side}px ({how})", True
+                )
+            try:
+                shrunk: str | None = _shrink_pixels(decoded, s)
+                failure = ""
+            except Exception as exc:  # an encoder failure: the image decoded, the re-encode did not
+                shrunk, failure = None, _why(exc)
+
+    if over is not None:
+        if shrunk is None:
+            return drop(f"{over} and re-encode failed: {failure}")
+        if _fits(shrunk, s):
+            reason = f"re-encoded {canonical_len}B -> {len(shrunk)}B JPEG (was byte-oversized)"
             return result(ShrinkOutcome.RESIZED, ImageData(shrunk, "image/jpeg"), reason, False)
-        reason = f"{over}; re-encode reached {len(shrunk)} but still over limit"
-        return result(ShrinkOutcome.DROPPED, original, reason, oversize_dims)
+        return drop(f"{over}; re-encode reached {len(shrunk)} but still over limit")
+    if shrunk is not None and _fits(shrunk, s):
+        reason = f"re-encoded long side {long_side}px -> <={s.max_long_side}px JPEG"
+        return result(ShrinkOutcome.RESIZED, ImageData(shrunk, "image/jpeg"), reason, False)
+    forwarded = _as_decoded(original, raw)
+    reason = f"long side {long_side}px exceeds {s.max_long_side}px (forwarded as-is; re-encode unavailable)"
+    return result(ShrinkOutcome.KEPT, forwarded, reason, True)
 
-    if oversize_dims and fmt != "gif":
-        try:
-            resized: str | None = _shrink_pixels(data, s)
-        except _ReencodeError:
-            resized = None
-        if resized is not None and len(resized) <= s.max_base64_len:
-            reason = f"re-encoded long side {long_side}px -> <={s.max_long_side}px JPEG"
-            return result(ShrinkOutcome.RESIZED, ImageData(resized, "image/jpeg"), reason, False)
-        reason = f"long side {long_side}px exceeds {s.max_long_side}px (forwarded as-is; re-encode unavailable)"
-        return result(ShrinkOutcome.KEPT, original, reason, True)
 
-    note = f"long side {long_side}px exceeds {s.max_long_side}px (GIF forwarded as-is)" if oversize_dims else None
-    return result(ShrinkOutcome.KEPT, original, note, oversize_dims)
+class ImageVerdicts:
+    """The gate's verdicts within one request, keyed by the image (base64 text, declared MIME) and the
+    settings: the same bytes are decoded once per request, however often they are replayed (the same
+    image in several turns, a resumed request's rebuild). Thread-safe; never shared between requests."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seen: dict[tuple[str, str, ImageSettings], ShrinkResult] = {}
+
+    def decide(self, img: ImageData, settings: ImageSettings) -> ShrinkResult:
+        key = (img.base64_data or "", img.mime_type or "", settings)
+        with self._lock:
+            known = self._seen.get(key)
+        if known is not None:
+            return known
+        decision = _gate(img, settings)
+        with self._lock:
+            return self._seen.setdefault(key, decision)
+
+
+def shrink_image(
+    img: ImageData, settings: ImageSettings | None = None, verdicts: ImageVerdicts | None = None
+) -> ShrinkResult:
+    """``maybeShrinkImage`` plus the decode guard: kept / resized / dropped for one image. Never
+    raises. With ``verdicts``, an image this request already judged is not decoded again."""
+    s = settings or ImageSettings()
+    return verdicts.decide(img, s) if verdicts is not None else _gate(img, s)

@@ -9,7 +9,8 @@ history image either rides that list (``attached``) or is counted as dropped und
 * ``truncated``: its turn was cut by the history budget, so it was never extracted;
 * ``no_vision``: the planner runs NO_TOOL (tool preamble, no native bridge) and would not render it;
 * ``unextractable``: its turn was replayed but the block yielded no image (a PDF or other file, a
-  failed fetch, an image the shrink pipeline dropped).
+  failed fetch, an image that did not decode completely within the pixel budget, an image the
+  shrink pipeline dropped).
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from engine.config import HistoryImageLimits, history_budget
 from engine.extract import Fetcher, extract_images
 from engine.history import Coverage, HistoryWindow, render_entry, select_history_window
 from engine.history_images import ImageSelection, select_history_images
-from engine.images import ImageData, ImageSettings
+from engine.images import ImageData, ImageSettings, ImageVerdicts
 from engine.messages import Content, Message, split_roles
 from engine.metrics import METRICS, DropCounts, ImageHistoryMetrics
 from engine.system_prompt import build_system_text
@@ -95,6 +95,7 @@ def build_cascade_prompt(
     env: Mapping[str, str],
     display_model: str | None = None,
     metrics: ImageHistoryMetrics = METRICS,
+    verdicts: ImageVerdicts | None = None,
 ) -> PromptBuild:
     """Builds the prompt of one Send.
 
@@ -102,12 +103,15 @@ def build_cascade_prompt(
     replays the full history exactly as a fresh build of the same conversation would, and is the
     request's one counted build. With a single turn it changes nothing (the mirror's no-op).
     ``tool_preamble`` is what the caller passes to the wire (empty when the native bridge is on).
+    ``verdicts`` is the request's record of judged images: pass the same one to a request's resume
+    build and its rebuild so no image is decoded twice (a fresh one per build when omitted).
     """
     if rebuild and not is_resume:
         raise ValueError("rebuild=True rebuilds a resumed request; a fresh request reuses its own build")
     system_messages, convo = split_roles(messages)
     sys_text = build_system_text(system_messages, model_uid=model_uid, display_model=display_model)
-    current = extract_images(_newest_content(convo), fetcher=fetcher, settings=image_settings)
+    verdicts = ImageVerdicts() if verdicts is None else verdicts
+    current = extract_images(_newest_content(convo), fetcher=fetcher, settings=image_settings, verdicts=verdicts)
     current_images = tuple(current.images)
 
     if len(convo) <= 1 or (is_resume and not rebuild):
@@ -124,7 +128,7 @@ def build_cascade_prompt(
     window = select_history_window(convo, sys_text, history_budget(model_uid, env))
 
     def extract_block(block: object) -> ImageData | None:
-        extracted = extract_images([block], fetcher=fetcher, settings=image_settings)
+        extracted = extract_images([block], fetcher=fetcher, settings=image_settings, verdicts=verdicts)
         return extracted.images[0] if extracted.images else None
 
     selection = select_history_images(

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from PIL import Image
+from PIL import Image, ImageFile
 
 from engine.cascade_client import CascadeClient, LsEndpoint
 from engine.conversation import ConversationEngine, TurnOptions
@@ -81,3 +81,37 @@ def test_fresh_then_resumed_then_rebuilt_after_expiry(fake: FakeLSThread) -> Non
     assert [e.status for e in rejected] == ["NOT_FOUND"]
     assert rejected[0].request is not None
     assert rejected[0].request["items"][0]["text"] == "sure?", "the resume sends the newest turn only"
+
+
+@pytest.mark.invariant("IMG-7")
+def test_a_rebuilt_turn_does_not_decode_again_what_its_resume_decoded(
+    fake: FakeLSThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine, client = _engine(fake)
+    image = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{_png()}"}}
+    conversation: list[dict[str, Any]] = [{"role": "user", "content": [{"type": "text", "text": "this?"}, image]}]
+    loads: list[tuple[int, int]] = []
+    real_load = ImageFile.ImageFile.load
+
+    def counting_load(self: ImageFile.ImageFile) -> object:
+        loads.append(self.size)
+        return real_load(self)
+
+    with client:
+        first = engine.run(conversation, OPTIONS)
+        conversation += [{"role": "assistant", "content": first.result.text}, {"role": "user", "content": "colour?"}]
+        second = engine.run(conversation, OPTIONS)
+        conversation += [
+            {"role": "assistant", "content": second.result.text},
+            {"role": "user", "content": [{"type": "text", "text": "same?"}, image]},
+        ]
+        monkeypatch.setattr(ImageFile.ImageFile, "load", counting_load)
+        third = engine.run(conversation, OPTIONS)
+    # The resume decoded the current image; the rebuild replays it and the history copy of the same
+    # bytes: one request, one decode.
+    assert third.result.history_rebuilt
+    assert [img["base64_data"] for img in fake.journal.requests("SendUserCascadeMessage")[-1]["images"]] == [
+        _png(),
+        _png(),
+    ]
+    assert loads == [(8, 8)]

@@ -20,10 +20,10 @@ from engine.extract import (
     is_image_like_block,
     safe_block_to_string,
 )
-from engine.images import MAX_BASE64_LEN, ImageData, ImageSettings
+from engine.images import MAX_BASE64_LEN, MAX_SIZE, ImageData, ImageSettings
 from engine.url_fetch import FetchPolicy, ImageFetchError, fetch_image_url
 from tests.support.image_server import ImageServer
-from tests.support.imagegen import b64, gradient, noise, solid
+from tests.support.imagegen import b64, gradient, jpeg_header_only, noise, padded_png, solid
 from tests.support.pdfgen import pdf_b64
 
 SETTINGS = ImageSettings()
@@ -438,3 +438,41 @@ def test_extract_images_never_raises(content: list[object]) -> None:
     assert isinstance(result.text, str)
     assert result.unextractable <= sum(1 for block in content if is_image_like_block(block))
     assert len(result.images) + result.unextractable <= len(content)
+
+
+# --- the decode guard and the exact 5 MiB cap, in extraction --------------------------------------
+
+
+@pytest.mark.invariant("IMG-7")
+@pytest.mark.invariant("IMG-4")
+def test_undecodable_images_are_dropped_logged_and_counted_however_they_arrive(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    truncated = b64(solid(100, 100)[:60])
+    header_only = b64(jpeg_header_only(64, 48))
+    fetcher = _Recorder(ImageData(b64(solid(2000, 1500)[:300]), "image/png"))
+    content = [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": truncated}},
+        {"type": "image_url", "image_url": {"url": f"data:image/jpeg;base64,{header_only}"}},
+        {"type": "image_url", "image_url": {"url": "https://img.example/cut.png"}},
+        {"type": "image", "source": {"type": "base64", "data": PNG}},
+    ]
+    with caplog.at_level(logging.WARNING, logger="engine.images"):
+        result = _extract(content, fetcher)
+    assert result == Extracted("", [ImageData(PNG, "image/png")], 3)
+    skipped = [m for m in caplog.messages if m.startswith("Image skipped: undecodable: ")]
+    assert [m.rsplit("(", 1)[1] for m in skipped] == [
+        "format=png, 100x100)",
+        "format=jpeg, 64x48)",
+        "format=png, 2000x1500)",
+    ]
+
+
+@pytest.mark.parametrize(("size", "extracted"), [(MAX_SIZE - 1, 1), (MAX_SIZE, 1), (MAX_SIZE + 1, 0)])
+@pytest.mark.invariant("IMG-7")
+def test_a_data_url_image_is_refused_one_decoded_byte_over_5_mib(size: int, extracted: int) -> None:
+    raw = padded_png(size)
+    result = _extract([{"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b64(raw)}"}}])
+    assert (len(result.images), result.unextractable) == (extracted, 1 - extracted)
+    if extracted:
+        assert result.images == [ImageData(b64(raw), "image/png")]

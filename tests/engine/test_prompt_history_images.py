@@ -7,13 +7,15 @@ and here the builder-level half of it checks that a rebuild equals the fresh bui
 
 from __future__ import annotations
 
+import base64
 import logging
 
 import pytest
+from PIL import ImageFile
 
 from engine.config import HistoryImageLimits
 from engine.extract import IMAGE_PLACEHOLDER
-from engine.images import ImageSettings
+from engine.images import MAX_SIZE, ImageSettings, ImageVerdicts
 from engine.metrics import DropCounts, ImageHistoryMetrics
 from engine.prompt import INTRO, Message, build_cascade_prompt, truncation_note
 from tests.engine.prompt_support import (
@@ -39,6 +41,7 @@ from tests.engine.prompt_support import (
     text_block,
     url_image,
 )
+from tests.support.imagegen import jpeg_header_only, padded_png, solid
 
 # --- seed 000's named tests, at the builder level ---------------------------------------------
 
@@ -333,3 +336,142 @@ def test_no_drop_line_and_no_counts_for_a_history_without_images(caplog: pytest.
     assert drop_lines(caplog) == []
     assert metrics.snapshot()["cascade_image_history_attached"] == 0
     assert metrics.snapshot()["cascade_image_history_dropped"] == 0
+
+
+# --- the decode guard and exact limits, for history images as for the current turn ------------
+
+
+def _undecodable() -> dict[str, str]:
+    """Truncated PNGs and a bare JPEG header: every header reader finds a size, nothing decodes."""
+    return {
+        "png-100x100-60": base64.b64encode(solid(100, 100)[:60]).decode(),
+        "png-2000x1500-300": base64.b64encode(solid(2000, 1500)[:300]).decode(),
+        "jpeg-header-24": base64.b64encode(jpeg_header_only(64, 48)).decode(),
+    }
+
+
+@pytest.mark.invariant("IMG-7")
+@pytest.mark.invariant("IMG-4")
+def test_undecodable_images_never_reach_field_6_from_the_current_turn_or_from_history(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    bad = _undecodable()
+    fetcher = FakeFetcher({"https://img.test/cut.png": bad["png-2000x1500-300"]})
+    blocks = [
+        b64_image(bad["png-100x100-60"]),
+        data_url_image(bad["jpeg-header-24"]),
+        url_image("https://img.test/cut.png"),
+    ]
+    current = build([Message("user", [text_block("now"), *blocks, b64_image(IMG_A)])], fetcher=fetcher)
+    assert current.images == (png(IMG_A),)
+    messages = [
+        Message("user", [text_block("before"), *blocks, b64_image(IMG_A)]),
+        Message("assistant", "ok"),
+        Message("user", "now"),
+    ]
+    metrics = ImageHistoryMetrics()
+    with caplog.at_level(logging.WARNING):
+        history = build(messages, fetcher=fetcher, metrics=metrics)
+    assert history.images == (png(IMG_A),)
+    assert history.drops == DropCounts(unextractable=3)
+    assert f"<human>\nbefore{IMAGE_PLACEHOLDER * 3}{MARKER.format(n=1)}\n</human>" in history.text
+    assert metrics.snapshot()["dropped_by_reason"]["unextractable"] == 3
+    assert sum(m.startswith("Image skipped: undecodable: ") for m in caplog.messages) == 3 + 3
+    assert drop_lines(caplog) == [
+        "cascade_image_history_dropped count=3 (cap=0 bytes=0 truncated=0 no_vision=0 unextractable=3) turns=3 "
+        "attached=1" + DROP_SUFFIX
+    ]
+
+
+@pytest.mark.parametrize(("size", "attached"), [(MAX_SIZE - 1, True), (MAX_SIZE, True), (MAX_SIZE + 1, False)])
+@pytest.mark.invariant("IMG-7")
+@pytest.mark.invariant("IMG-4")
+def test_a_history_data_url_is_refused_one_decoded_byte_over_5_mib(size: int, attached: bool) -> None:
+    data = base64.b64encode(padded_png(size)).decode()
+    messages = [Message("user", [data_url_image(data)]), Message("assistant", "ok"), Message("user", "now")]
+    result = build(messages, env={"CASCADE_MAX_HISTORY_IMAGE_BYTES": str(10**8)})
+    assert result.images == ((png(data),) if attached else ())
+    assert result.drops == (DropCounts() if attached else DropCounts(unextractable=1))
+    current = build([Message("user", [data_url_image(data)])])
+    assert current.images == result.images
+
+
+@pytest.mark.parametrize(("cap", "attached"), [(2, 2), (3, 3), (4, 3)], ids=["one-over", "at", "one-under"])
+@pytest.mark.invariant("IMG-3")
+@pytest.mark.invariant("IMG-4")
+def test_the_history_image_count_cap_is_exact(cap: int, attached: int) -> None:
+    images = [png_b64(70 + i) for i in range(3)]
+    messages = [
+        Message("user", [b64_image(images[0])]),
+        Message("assistant", [b64_image(images[1])]),
+        Message("user", [b64_image(images[2])]),
+        Message("assistant", "three"),
+        Message("user", "now"),
+    ]
+    result = build(messages, env={"CASCADE_MAX_HISTORY_IMAGES": str(cap)})
+    assert result.images == tuple(png(d) for d in images[3 - attached :])  # the newest ones
+    assert (result.attached, result.drops) == (attached, DropCounts(cap=3 - attached))
+
+
+@pytest.mark.parametrize(("delta", "attached"), [(-1, 2), (0, 3), (1, 3)], ids=["one-over", "at", "one-under"])
+@pytest.mark.invariant("IMG-3")
+@pytest.mark.invariant("IMG-4")
+def test_the_history_image_byte_cap_is_exact_in_base64_characters(delta: int, attached: int) -> None:
+    images = [png_b64(80 + i, side=4 + i) for i in range(3)]
+    total = sum(len(d) for d in images)
+    messages = [
+        Message("user", [b64_image(images[0]), b64_image(images[1]), b64_image(images[2])]),
+        Message("assistant", "three"),
+        Message("user", "now"),
+    ]
+    result = build(messages, env={"CASCADE_MAX_HISTORY_IMAGE_BYTES": str(total + delta)})
+    # Newest turn first, document order inside it: the last block is the one that no longer fits.
+    assert result.images == tuple(png(d) for d in images[:attached])
+    assert (result.attached, result.drops) == (attached, DropCounts(bytes=3 - attached))
+
+
+@pytest.mark.invariant("IMG-7")
+def test_each_distinct_image_is_decoded_once_per_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    loads: list[tuple[int, int]] = []
+    real_load = ImageFile.ImageFile.load
+
+    def counting_load(self: ImageFile.ImageFile) -> object:
+        loads.append(self.size)
+        return real_load(self)
+
+    monkeypatch.setattr(ImageFile.ImageFile, "load", counting_load)
+    messages = [
+        Message("user", [text_block("a"), b64_image(IMG_A)]),
+        Message("assistant", [data_url_image(IMG_A)]),
+        Message("user", [text_block("b"), b64_image(IMG_A), b64_image(IMG_B)]),
+    ]
+    verdicts = ImageVerdicts()
+    resumed = build_cascade_prompt(
+        messages,
+        model_uid=CLAUDE,
+        is_resume=True,
+        limits=HistoryImageLimits(),
+        image_settings=ImageSettings(),
+        fetcher=FakeFetcher(),
+        env={},
+        metrics=ImageHistoryMetrics(),
+        verdicts=verdicts,
+    )
+    assert resumed.images == (png(IMG_A), png(IMG_B))
+    assert len(loads) == 2  # the same bytes twice in one turn: one decode
+    rebuilt = build_cascade_prompt(
+        messages,
+        model_uid=CLAUDE,
+        is_resume=True,
+        rebuild=True,
+        limits=HistoryImageLimits(),
+        image_settings=ImageSettings(),
+        fetcher=FakeFetcher(),
+        env={},
+        metrics=ImageHistoryMetrics(),
+        verdicts=verdicts,
+    )
+    assert rebuilt.images == (png(IMG_A), png(IMG_B), png(IMG_A), png(IMG_A))
+    assert len(loads) == 2  # the rebuild of the same request decodes nothing again
+    assert build(messages).images == rebuilt.images  # a fresh request decides the same
+    assert len(loads) == 4

@@ -459,6 +459,19 @@ def test_the_entry_cap_also_evicts_by_fair_share() -> None:
     assert set(_live(store)) == {"carol-1", "alice-1", "alice-2", "alice-3"}
 
 
+@pytest.mark.parametrize(("share_delta", "own_evicted"), [(1, False), (0, False), (-1, True)])
+def test_the_tenant_share_at_one_under_and_one_over(share_delta: int, own_evicted: bool) -> None:
+    # At the 4th write api:k1 holds 3 * SIZE bytes; its share is the floor, 3 * SIZE + share_delta
+    # (max_bytes / 2 tenants is below it). Only a tenant strictly over its share evicts its own.
+    store = _store(max_bytes=3 * SIZE, tenant_bytes=3 * SIZE + share_delta)
+    store.put("carol-1", _msgs("x" * 100), CAROL)  # the global least recently used
+    for i in range(3):
+        store.put(f"alice-{i}", _msgs("x" * 100), ALICE)
+    assert store.stats()["evictions"] == 1
+    assert ("alice-0" not in _live(store)) is own_evicted
+    assert ("carol-1" in _live(store)) is own_evicted
+
+
 def test_the_minimum_tenant_share_protects_a_small_tenant() -> None:
     # Three tenants: the share is max(tenant_bytes, max_bytes / 3); with a large floor nobody is "over".
     store = _store(max_bytes=6 * SIZE, tenant_bytes=100 * SIZE)

@@ -305,6 +305,17 @@ def test_exactly_the_cap_is_accepted(fresh: ImageServer) -> None:
     assert len(base64.b64decode(image.base64_data)) == MAX_SIZE
 
 
+@pytest.mark.parametrize("query", ["", "?stream=1"], ids=["announced", "streamed"])
+@pytest.mark.parametrize(("size", "ok"), [(MAX_SIZE - 1, True), (MAX_SIZE, True), (MAX_SIZE + 1, False)])
+@pytest.mark.invariant("IMG-7")
+def test_the_body_cap_is_exact_in_bytes(fresh: ImageServer, size: int, ok: bool, query: str) -> None:
+    url = fresh.url(f"/bytes/{size}{query}")
+    if ok:
+        assert len(base64.b64decode(fetch_image_url(url, TEST_POLICY).base64_data)) == size
+    else:
+        assert _reason(url, TEST_POLICY) is FetchFailure.TOO_LARGE
+
+
 @pytest.mark.invariant("IMG-7")
 def test_an_announced_oversize_body_is_refused_before_reading_it(fresh: ImageServer) -> None:
     started = time.monotonic()

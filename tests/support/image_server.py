@@ -11,6 +11,8 @@ Routes:
   /exact                          200, exactly ``MAX_SIZE`` bytes with Content-Length
   /announce-big                   200, Content-Length above the cap, then stalls before the body
   /stream-big                     200, no Content-Length, streams past the cap
+  /bytes/N, /bytes/N?stream=1     200, a PNG signature then zeros, N bytes in all; with Content-Length,
+                                  or streamed without one (the connection close ends the body)
   /truncated                      200, Content-Length 100, closes after 10 bytes
   /slow-headers                   sleeps before answering
   /drip                           headers, then one byte every 50 ms (never idle long enough to time out)
@@ -101,6 +103,19 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, state.png, "Image/PNG; charset=binary")
         elif path == "/exact":
             self._send(200, b"\x89PNG\r\n\x1a\n" + b"\0" * (MAX_SIZE - 8))
+        elif path.startswith("/bytes/"):
+            size = int(path.rsplit("/", 1)[1])
+            body = (b"\x89PNG\r\n\x1a\n" + b"\0" * size)[:size]
+            if parse_qs(parts.query).get("stream") == ["1"]:
+                self.send_response(200)
+                self.send_header("Content-Type", "image/png")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                for start in range(0, size, 65536):
+                    self.wfile.write(body[start : start + 65536])
+                self.close_connection = True
+            else:
+                self._send(200, body)
         elif path == "/announce-big":
             self.send_response(200)
             self.send_header("Content-Type", "image/png")

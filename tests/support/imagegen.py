@@ -74,3 +74,30 @@ def jpeg_with_far_sof(jpeg: bytes, app_segments: int = 5, sof_size: tuple[int, i
 def dims_of(data_b64: str) -> tuple[int, int]:
     with Image.open(io.BytesIO(base64.b64decode(data_b64))) as img:
         return img.size
+
+
+def jpeg_header_only(width: int, height: int) -> bytes:
+    """24 bytes: SOI, a bare ``JFIF`` APP0 and a one-component SOF0 declaring ``width`` x ``height``;
+    no tables, no scan. Every header reader finds the size; nothing can be decoded."""
+    app0 = b"\xff\xe0" + struct.pack(">H", 7) + b"JFIF\x00"
+    sof0 = b"\xff\xc0" + struct.pack(">HBHHB", 11, 8, height, width, 1) + b"\x01\x11\x00"
+    raw = b"\xff\xd8" + app0 + sof0
+    assert len(raw) == 24
+    return raw
+
+
+def padded_png(total: int, width: int = 4, height: int = 4) -> bytes:
+    """A real ``width`` x ``height`` PNG of exactly ``total`` bytes: a private ancillary chunk after
+    IHDR carries the padding, so the file decodes completely whatever its size."""
+    base = solid(width, height)
+    pad = total - len(base) - 12
+    assert pad >= 0, f"a {width}x{height} PNG needs at least {len(base) + 12} bytes"
+    raw = base[:33] + png_chunk(b"zzZz", b"\0" * pad) + base[33:]
+    assert len(raw) == total
+    return raw
+
+
+def animated(width: int, height: int, frames: int, fmt: str = "GIF") -> bytes:
+    """An animated GIF or WebP of ``frames`` distinct solid frames."""
+    images = [Image.new("RGB", (width, height), (40 * i % 256, 90, 200 - 30 * i % 200)) for i in range(frames)]
+    return encode(images[0], fmt, save_all=True, append_images=images[1:], duration=40, loop=0)

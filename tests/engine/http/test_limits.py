@@ -39,6 +39,27 @@ def test_body_cap_is_exact(fake: FakeLSThread, size: int, status: int) -> None:
         assert response.json()["error"]["code"] == "request_too_large"
 
 
+@pytest.mark.parametrize(("size", "status"), [(4095, 200), (4096, 200), (4097, 413)])
+def test_body_cap_is_exact_for_a_chunked_body_without_a_length(fake: FakeLSThread, size: int, status: int) -> None:
+    """No Content-Length to refuse up front: the streamed byte count decides, in the same unit."""
+    body = _body_of_size(size)
+    served = serve(fake, max_body_bytes=4096)
+    try:
+        response = httpx.post(
+            served.url + "/v1/chat/completions",
+            content=iter([body[:1000], body[1000:]]),
+            headers={"Authorization": f"Bearer {KEY_A}", "Content-Type": "application/json"},
+            timeout=30,
+        )
+    finally:
+        served.stop()
+    assert response.request.headers.get("transfer-encoding") == "chunked"
+    assert "content-length" not in response.request.headers
+    assert response.status_code == status, response.text
+    if status == 413:
+        assert response.json()["error"]["code"] == "request_too_large"
+
+
 def test_a_long_wait_is_bridged_by_heartbeats_that_clients_ignore(fake: FakeLSThread) -> None:
     """``: ping`` comments while the LS is silent (here: a chunk held back 0.6 s, heartbeat 0.1 s)."""
     fake.load_scenario(parse_scenario({"turns": [{"chunks": [{"text": "a"}, {"text": "b", "delay_s": 0.6}]}]}))
