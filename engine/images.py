@@ -46,18 +46,22 @@ import base64
 import binascii
 import io
 import math
-import os
 import re
 import struct
 import threading
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from PIL import GifImagePlugin, Image, ImageFile, JpegImagePlugin, PngImagePlugin, WebPImagePlugin
+from PIL import Image
 
 from engine.config import positive_int_env
+from engine.image_decode import (
+    DECODE_SLOTS,
+    Undecodable,
+    decode_image,
+    reason_of,
+)
 from engine.js import JS_SPACE_CLASS
 
 MAX_SIZE = 5 * 1024 * 1024
@@ -80,8 +84,6 @@ MIN_LONG_SIDE = 128
 ENV_MAX_LONG_SIDE = "WINDSURFAPI_IMAGE_MAX_LONG_SIDE"
 ENV_MAX_BYTES = "WINDSURFAPI_IMAGE_MAX_BYTES"
 ENV_JPEG_QUALITY = "WINDSURFAPI_IMAGE_JPEG_QUALITY"
-ENV_MAX_CONCURRENT_DECODES = "CASCADE_MAX_CONCURRENT_DECODES"
-DEFAULT_MAX_CONCURRENT_DECODES = 4
 """Full decodes the process runs at once (``CASCADE_MAX_CONCURRENT_DECODES``, a positive int)."""
 
 FORMAT_TO_MIME = {"png": "image/png", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp"}
@@ -330,135 +332,6 @@ class ShrinkResult:
         return self.outcome is ShrinkOutcome.DROPPED
 
 
-# --------------------------------------------------------------------------- bounded decodes
-
-
-@dataclass(frozen=True)
-class DecodeSlotsState:
-    limit: int
-    active: int  # decodes running now
-    waiting: int  # callers queued for a slot
-    peak: int  # the most decodes that ever ran at once
-
-
-class DecodeSlots:
-    """A process-wide bound on simultaneous full decodes (a ``BoundedSemaphore`` of ``limit``).
-
-    A slot is held for the life of one decoded image: the decode and, when there is one, its
-    re-encode. The bookkeeping (active, waiting, peak) is what tests and operators observe.
-    """
-
-    def __init__(self, limit: int) -> None:
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValueError(f"the concurrent decode limit must be a positive int, got {limit!r}")
-        self.limit = limit
-        self._slots = threading.BoundedSemaphore(limit)
-        self._changed = threading.Condition()
-        self._active = self._waiting = self._peak = 0
-
-    @contextmanager
-    def hold(self) -> Iterator[None]:
-        with self._changed:
-            self._waiting += 1
-            self._changed.notify_all()
-        try:
-            self._slots.acquire()
-        finally:
-            with self._changed:
-                self._waiting -= 1
-                self._changed.notify_all()
-        with self._changed:
-            self._active += 1
-            self._peak = max(self._peak, self._active)
-            self._changed.notify_all()
-        try:
-            yield
-        finally:
-            with self._changed:
-                self._active -= 1
-                self._changed.notify_all()
-            self._slots.release()
-
-    def _state(self) -> DecodeSlotsState:
-        return DecodeSlotsState(self.limit, self._active, self._waiting, self._peak)
-
-    def state(self) -> DecodeSlotsState:
-        with self._changed:
-            return self._state()
-
-    def wait_until(self, predicate: Callable[[DecodeSlotsState], bool], timeout: float) -> DecodeSlotsState | None:
-        """Block until ``predicate`` holds for the state (returned), or ``None`` after ``timeout`` seconds."""
-        with self._changed:
-            if self._changed.wait_for(lambda: predicate(self._state()), timeout):
-                return self._state()
-            return None
-
-
-def max_concurrent_decodes(env: Mapping[str, str]) -> int:
-    """``CASCADE_MAX_CONCURRENT_DECODES``: a positive int, else :data:`DEFAULT_MAX_CONCURRENT_DECODES`."""
-    return positive_int_env(env, ENV_MAX_CONCURRENT_DECODES, DEFAULT_MAX_CONCURRENT_DECODES)
-
-
-DECODE_SLOTS = DecodeSlots(max_concurrent_decodes(os.environ))
-"""The process's decode slots, sized from the environment at import."""
-
-
-# --------------------------------------------------------------------------- the decode guard
-
-
-class _Undecodable(Exception):
-    """The bytes do not decode completely: ``str()`` is the log reason."""
-
-
-class _Bomb(_Undecodable):
-    """The size Pillow parsed (times the frames) is over the decode budget."""
-
-
-# The format's own parser, chosen from the magic bytes. ``Image.open`` is not used: it would run
-# Pillow's process-wide MAX_IMAGE_PIXELS check before the engine's budget could decide.
-_PARSERS: dict[str, Callable[[io.BytesIO], ImageFile.ImageFile]] = {
-    "png": PngImagePlugin.PngImageFile,
-    "jpeg": JpegImagePlugin.JpegImageFile,
-    "gif": GifImagePlugin.GifImageFile,
-    "webp": WebPImagePlugin.WebPImageFile,
-}
-
-
-def _why(exc: BaseException) -> str:
-    return str(exc) or type(exc).__name__
-
-
-def _decode(raw: bytes, fmt: str, settings: ImageSettings) -> ImageFile.ImageFile:
-    """Parse and fully decode ``raw`` (the first frame of an animation) within the pixel budget;
-    the caller closes the image. Raises ``_Bomb`` or ``_Undecodable``, never anything else."""
-    budget = settings.max_decode_pixels
-    try:
-        img = _PARSERS[fmt](io.BytesIO(raw))
-    except Exception as exc:  # SyntaxError, OSError, ValueError, struct.error, ...
-        raise _Undecodable(f"undecodable: {_why(exc)}") from exc
-    try:
-        width, height = img.size
-        # Checked on the size Pillow parsed, before a single pixel is decoded.
-        if width * height > budget:
-            raise _Bomb(f"decompression bomb: {width}x{height} pixels exceeds the decode budget of {budget}")
-        frames = getattr(img, "n_frames", 1)
-        if frames * width * height > budget:
-            raise _Bomb(
-                f"decompression bomb: {frames} frames of {width}x{height} pixels exceed the decode budget of {budget}"
-            )
-        img.load()
-    except _Undecodable:
-        img.close()
-        raise
-    except Image.DecompressionBombError as exc:  # a GIF frame larger than its canvas, past Pillow's own limit
-        img.close()
-        raise _Bomb(f"decompression bomb: {_why(exc)}") from exc
-    except Exception as exc:  # truncated data, a header without a scan, corrupt streams
-        img.close()
-        raise _Undecodable(f"undecodable: {_why(exc)}") from exc
-    return img
-
-
 # --------------------------------------------------------------------------- re-encode
 
 
@@ -556,8 +429,8 @@ def _gate(img: ImageData, s: ImageSettings) -> ShrinkResult:
 
     with DECODE_SLOTS.hold():
         try:
-            decoded = _decode(raw, detected, s)
-        except _Undecodable as exc:
+            decoded = decode_image(raw, detected, s.max_decode_pixels)
+        except Undecodable as exc:
             if over is None:  # the decode guard: what does not decode completely is never forwarded
                 return drop(str(exc))
             return drop(f"{over} and re-encode failed: {exc}")
@@ -579,7 +452,7 @@ def _gate(img: ImageData, s: ImageSettings) -> ShrinkResult:
                 shrunk: str | None = _shrink_pixels(decoded, s)
                 failure = ""
             except Exception as exc:  # an encoder failure: the image decoded, the re-encode did not
-                shrunk, failure = None, _why(exc)
+                shrunk, failure = None, reason_of(exc)
 
     if over is not None:
         if shrunk is None:
