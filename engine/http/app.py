@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 
 import anyio
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
@@ -149,11 +149,15 @@ class _Front:
             raise ApiError(413, f"request body over {limit} bytes", code="request_too_large")
         chunks: list[bytes] = []
         size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise ApiError(413, f"request body over {limit} bytes", code="request_too_large")
-            chunks.append(chunk)
+        try:
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise ApiError(413, f"request body over {limit} bytes", code="request_too_large")
+                chunks.append(chunk)
+        except ClientDisconnect:
+            # Nobody is left to answer; an error (not a traceback) ends the request quietly.
+            raise ApiError(400, "the client went away before its body arrived", code="client_disconnected") from None
         try:
             return json.loads(b"".join(chunks))
         except (UnicodeDecodeError, ValueError) as exc:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import logging
+import socket
+import time
 from typing import Any
 
 import httpx
@@ -76,3 +79,42 @@ def test_a_long_wait_is_bridged_by_heartbeats_that_clients_ignore(fake: FakeLSTh
     data = [line[len("data: ") :] for line in lines if line.startswith("data: ")]
     assert data[-1] == "[DONE]"
     assert "".join(json.loads(d)["choices"][0]["delta"].get("content", "") for d in data[:-2]) == "ab"
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/responses"])
+def test_a_client_leaving_mid_body_ends_its_request_without_a_traceback(fake: FakeLSThread, path: str) -> None:
+    """Half a body, then the socket closes: the gateway ends that request quietly (uvicorn logs no
+    'Exception in ASGI application') and keeps serving."""
+    served = serve(fake)
+    records = _Records()
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    uvicorn_log.addHandler(records)
+    try:
+        host, port = served.url.removeprefix("http://").split(":")
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {KEY_A}\r\n"
+            "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+        )
+        with socket.create_connection((host, int(port))) as sock:
+            sock.sendall(head.encode() + b'{"model": "')
+            # The request is in the handler (reading its body) once a second request is served.
+            assert httpx.get(served.url + "/healthz").status_code == 200
+        # The handler sees the disconnect now; a crash would be logged within this wait.
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline and not records.messages:
+            time.sleep(0.02)
+        assert httpx.get(served.url + "/healthz").status_code == 200
+        crashes = [m for m in records.messages if "Exception in ASGI application" in m]
+        assert not crashes, crashes
+    finally:
+        uvicorn_log.removeHandler(records)
+        served.stop()
