@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from mutations.matrix import coverage_problems, invariants_with_tests, kill_matrix, write_report
-from mutations.runner import EXIT_MISBEHAVED, EXIT_NO_VERDICT, EXIT_OK, NoVerdict, verify
+from mutations.runner import EXIT_MISBEHAVED, EXIT_NO_VERDICT, EXIT_OK, NoVerdict, Outcome, format_seconds, verify
 from mutations.spec import Spec, SpecError, default_spec_paths, load_spec, static_problems
 
 
@@ -20,9 +21,36 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--keep-going", action="store_true", help="run every mutation even after one misbehaves")
     run.add_argument("--timeout", type=float, default=900.0, help="seconds one test run may take (default 900)")
     run.add_argument("--report", type=Path, default=Path("reports/mutations"), help="where to write the kill matrix")
+    run.add_argument(
+        "--jobs",
+        type=_positive,
+        default=_cpus(),
+        help="disposable copies running mutations at once (default: the number of CPUs, here %(default)s)",
+    )
+    run.add_argument(
+        "--no-early-stop",
+        dest="early_stop",
+        action="store_false",
+        help="run every mutation over its full selection, so the kill matrix lists every killing test (default: "
+        "a mutation expected CAUGHT stops at its first killing test, the expected tests first)",
+    )
     check = sub.add_parser("check", help="static checks only: schema, anchors, files, tests, coverage")
     check.add_argument("specs", nargs="*", type=Path)
     return parser
+
+
+def _cpus() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on every platform
+        return max(1, os.cpu_count() or 1)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 def _load(paths: list[Path]) -> list[Spec]:
@@ -64,18 +92,28 @@ def main(argv: list[str] | None = None) -> int:
         )
         return EXIT_NO_VERDICT if problems else EXIT_OK
     try:
-        outcome = verify(specs, root, catalogue, keep_going=args.keep_going, timeout_s=args.timeout)
+        outcome = verify(
+            specs,
+            root,
+            catalogue,
+            keep_going=args.keep_going,
+            timeout_s=args.timeout,
+            jobs=args.jobs,
+            early_stop=args.early_stop,
+        )
     except NoVerdict as exc:
         print(f"cascade-mutations: no verdict: {exc}", file=sys.stderr)
         return EXIT_NO_VERDICT
     matrix = kill_matrix(outcome.verdicts)
     paths = write_report(matrix, args.report if args.report.is_absolute() else root / args.report)
-    print("\nkill matrix (invariant: mutation -> killed by):")
+    print("\nkill matrix (invariant: mutation -> killed by; a run stopped early names its first killer only):")
     for invariant_id, rows in matrix.items():
         for row in rows:
             killers = ", ".join(row["killed_by"][:3]) + (" ..." if len(row["killed_by"]) > 3 else "")
-            print(f"  {invariant_id}: {row['mutation']} -> {killers or 'SURVIVED'}")
+            first = " (first killer)" if row["first_killer"] else ""
+            print(f"  {invariant_id}: {row['mutation']} -> {killers or 'SURVIVED'}{first}")
     print(f"kill matrix: {', '.join(str(p) for p in paths)}")
+    _print_times(outcome, args.jobs, args.early_stop)
     bad = outcome.misbehaved
     if bad:
         print(f"{len(bad)} of {len(outcome.verdicts)} mutation(s) did NOT behave as expected:")
@@ -85,6 +123,13 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_MISBEHAVED
     print(f"all {len(outcome.verdicts)} mutation(s) behaved as expected")
     return EXIT_OK
+
+
+def _print_times(outcome: Outcome, jobs: int, early_stop: bool) -> None:
+    per_spec = ", ".join(f"{t.spec.path.name} {format_seconds(t.wall_s)}" for t in outcome.times)
+    print(f"wall time per spec: {per_spec}" + (" (they overlap: copies run specs side by side)" if jobs > 1 else ""))
+    mode = "early stop" if early_stop else "full runs"
+    print(f"wall time in total: {format_seconds(outcome.wall_s)} ({jobs} job(s), {mode})")
 
 
 if __name__ == "__main__":

@@ -43,17 +43,27 @@ def kill_matrix(verdicts: list[Verdict]) -> dict[str, list[dict[str, Any]]]:
                     "expected_caught": v.mutation.expect_caught,
                     "behaved": v.behaved,
                     "killed_by": v.failing,
+                    "first_killer": v.first_killer,
                 }
             )
     return dict(sorted(matrix.items()))
 
 
 def render_markdown(matrix: dict[str, list[dict[str, Any]]]) -> str:
-    lines = ["# Kill matrix", "", "| invariant | mutation | verdict | killed by |", "|---|---|---|---|"]
+    lines = [
+        "# Kill matrix",
+        "",
+        "A run stopped at its first killing test (`--exitfirst`) names that test only: *(first killer)*.",
+        "",
+        "| invariant | mutation | verdict | killed by (or first killer) |",
+        "|---|---|---|---|",
+    ]
     for inv, rows in matrix.items():
         for row in rows:
             verdict = ("CAUGHT" if row["caught"] else "SURVIVED") + ("" if row["behaved"] else " (unexpected)")
             killers = "<br>".join(f"`{t}`" for t in row["killed_by"][:6]) or "-"
+            if row.get("first_killer"):
+                killers += " *(first killer)*"
             lines.append(f"| {inv} | `{row['mutation']}` | {verdict} | {killers} |")
     return "\n".join(lines) + "\n"
 

@@ -7,6 +7,18 @@ declared pass count, every test run under every mutation, no setup or teardown e
 (a test that errors or skips under a mutation did not catch it), code imported from the copy and
 no files changed behind the runner's back. Otherwise the run stops with exit 2. Static checks
 (``static_check`` marker) are never run: they would fail on any edit to an anchored line.
+
+With ``early_stop`` a mutation expected CAUGHT runs with ``--exitfirst``, the selection entries its
+``expect_failing`` prefixes name first. Only for such a run "every test run" becomes: the tests
+that ran are the selection's own collection order up to the one that failed, that collection is
+the baseline's, every outcome is for a baseline test, and the run stopped because of exactly one
+failure (exit 1). That failure, if an expected test, is the verdict's one killer (the "first
+killer"); if not, the mutation is run again without ``--exitfirst`` and judged on full evidence. A
+run that did not stop at a failure ran everything and is judged by the full rule; a mutation
+expected to SURVIVE always runs the full selection.
+
+Runs go to ``jobs`` disposable copies at once (each checked against the committed tree's snapshot
+before and after every run); results are reported in spec order whatever order they finish in.
 """
 
 from __future__ import annotations
@@ -18,11 +30,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mutations._parallel import Done, Task, run_child, run_ordered
 from mutations.spec import STATIC_CHECK_MARKER, Mutation, Spec, static_problems
 
 EXIT_OK, EXIT_MISBEHAVED, EXIT_NO_VERDICT = 0, 1, 2
@@ -41,6 +56,8 @@ class TestRun:
     collect_errors: list[str]
     modules: dict[str, str | None]
     phase_errors: list[str] = field(default_factory=list)
+    order: list[str] = field(default_factory=list)
+    """The collected tests in run order (``--exitfirst`` runs only; the outcomes keep the order they ran in)."""
 
     def with_outcome(self, outcome: str) -> list[str]:
         return sorted(n for n, o in self.outcomes.items() if o == outcome)
@@ -65,11 +82,27 @@ class Verdict:
     failing: list[str]
     behaved: bool
     why: str = ""
+    first_killer: bool = False
+    """The run stopped at its first killing test (``--exitfirst``): ``failing`` is that test only."""
+    rerun: str = ""
+    """Why the mutation was run again in full after an early-stopped run."""
+
+
+@dataclass(frozen=True)
+class SpecTime:
+    spec: Spec
+    wall_s: float
+    """From the start of its baseline to the end of its last mutation (specs overlap with ``jobs`` > 1)."""
+    baseline_s: float
+    runs_s: float
+    """The time its runs took, added up."""
 
 
 @dataclass
 class Outcome:
     verdicts: list[Verdict] = field(default_factory=list)
+    times: list[SpecTime] = field(default_factory=list)
+    wall_s: float = 0.0
 
     @property
     def misbehaved(self) -> list[Verdict]:
@@ -83,43 +116,198 @@ def verify(
     *,
     keep_going: bool = False,
     timeout_s: float = 900.0,
+    jobs: int = 1,
+    early_stop: bool = False,
     say: Callable[[str], None] = print,
 ) -> Outcome:
-    """Run every mutation of every spec; raises NoVerdict when the evidence cannot be trusted."""
+    """Run every mutation of every spec; raises NoVerdict when the evidence cannot be trusted.
+
+    ``jobs`` copies run at once; ``early_stop`` (the command line's default) stops a mutation
+    expected CAUGHT at its first killing test (see the module docstring)."""
+    began = time.monotonic()
     _refuse_dirty(root)
     problems = [f"{s.path.name}: {p}" for s in specs for p in static_problems(s, root, known_invariants)]
     if problems:
         raise NoVerdict("the specs have static problems:\n  " + "\n  ".join(problems))
     outcome = Outcome()
-    with _disposable_copy(root) as copy:
-        for spec in specs:
-            if not _verify_spec(spec, copy, outcome, keep_going, timeout_s, say) and not keep_going:
-                break
+    plan = _Plan(specs, timeout_s, early_stop, keep_going)
+    with _disposable_copies(root, max(1, min(jobs, len(plan.tasks)))) as (copies, reference):
+        plan.reference = reference
+        report = _Report(plan, outcome, say)
+        run_ordered(plan.tasks, copies, report.consume, plan.ends_run)
+    outcome.wall_s = time.monotonic() - began
     return outcome
 
 
-def _verify_spec(
-    spec: Spec, copy: Path, outcome: Outcome, keep_going: bool, timeout_s: float, say: Callable[[str], None]
-) -> bool:
-    say(f"{spec.path.name} ({spec.family}): baseline {' '.join(spec.tests)}")
-    before = _snapshot(copy)
-    baseline = _run_tests(spec, copy, timeout_s)
-    _check_baseline(spec, baseline, copy)
-    if _snapshot(copy) != before:
-        raise NoVerdict(f"{spec.path.name}: the baseline run changed files in the copy; the tests have side effects")
-    say(f"  baseline {len(baseline.with_outcome('passed'))} passed (spec expects {spec.expect_baseline_pass})")
-    for mutation in spec.mutations:
-        verdict = _verify_mutation(spec, mutation, copy, baseline, timeout_s)
-        outcome.verdicts.append(verdict)
-        say(_verdict_line(verdict))
-        if _snapshot(copy) != before:
-            raise NoVerdict(f"{mutation.name}: files in the copy changed after the mutation was restored")
-        if not verdict.behaved and not keep_going:
-            return False
-    return True
+_Body = Callable[[Path, threading.Event], TestRun | Verdict]
 
 
-def _verify_mutation(spec: Spec, mutation: Mutation, copy: Path, baseline: TestRun, timeout_s: float) -> Verdict:
+class _Plan:
+    """The tasks of a verify run in serial order: each spec's baseline, then its mutations."""
+
+    def __init__(self, specs: list[Spec], timeout_s: float, early_stop: bool, keep_going: bool) -> None:
+        self.timeout_s, self.early_stop, self.keep_going = timeout_s, early_stop, keep_going
+        self.reference = ""
+        self.baselines: dict[int, TestRun] = {}
+        self.suspect: set[Path] = set()  # copies whose last task ended without a result
+        self.tasks: list[Task[TestRun | Verdict]] = []
+        self.owner: list[tuple[int, Mutation | None]] = []  # per task: spec index, mutation (None: baseline)
+        self.specs = specs
+        for n, spec in enumerate(specs):
+            first = len(self.tasks)
+            self.tasks.append(Task(self._guarded(self._baseline(n))))
+            self.owner.append((n, None))
+            for mutation in spec.mutations:
+                self.tasks.append(Task(self._guarded(self._mutation(n, mutation)), after=first))
+                self.owner.append((n, mutation))
+
+    def ends_run(self, result: TestRun | Verdict) -> bool:
+        return isinstance(result, Verdict) and not result.behaved and not self.keep_going
+
+    def _guarded(self, body: _Body) -> _Body:
+        """``body`` on a copy that matches the committed tree. A copy changed since its last run is
+        refused, unless that run ended without a result (it gave no verdict, which ends the run after
+        the earlier tasks, or was cancelled): then it is restored first."""
+
+        def run(copy: Path, cancel: threading.Event) -> TestRun | Verdict:
+            if _snapshot(copy) != self.reference:
+                if copy not in self.suspect:
+                    raise NoVerdict(f"files in the disposable copy {copy} changed between two runs")
+                _restore(copy, self.reference)
+            self.suspect.discard(copy)
+            try:
+                return body(copy, cancel)
+            except BaseException:
+                self.suspect.add(copy)
+                raise
+
+        return run
+
+    def _baseline(self, n: int) -> _Body:
+        def run(copy: Path, cancel: threading.Event) -> TestRun | Verdict:
+            spec = self.specs[n]
+            baseline = _run_tests(spec, copy, self.timeout_s, cancel)
+            _check_baseline(spec, baseline, copy)
+            if _snapshot(copy) != self.reference:
+                raise NoVerdict(
+                    f"{spec.path.name}: the baseline run changed files in the copy; the tests have side effects"
+                )
+            self.baselines[n] = baseline
+            return baseline
+
+        return run
+
+    def _mutation(self, n: int, mutation: Mutation) -> _Body:
+        def run(copy: Path, cancel: threading.Event) -> TestRun | Verdict:
+            spec, baseline = self.specs[n], self.baselines[n]
+
+            def unchanged() -> None:
+                if _snapshot(copy) != self.reference:
+                    raise NoVerdict(f"{mutation.name}: files in the copy changed after the mutation was restored")
+
+            verdict = _verify_mutation(
+                spec, mutation, copy, baseline, self.timeout_s, cancel, self.early_stop, between=unchanged
+            )
+            unchanged()
+            return verdict
+
+        return run
+
+
+class _Report:
+    """Consumes results in serial order: prints them, records verdicts and per-spec times."""
+
+    def __init__(self, plan: _Plan, outcome: Outcome, say: Callable[[str], None]) -> None:
+        self.plan, self.outcome, self.say = plan, outcome, say
+        self.spec_done: list[Done[TestRun | Verdict]] = []
+
+    def consume(self, done: Done[TestRun | Verdict]) -> None:
+        n, mutation = self.plan.owner[done.index]
+        spec = self.plan.specs[n]
+        if mutation is None:
+            assert isinstance(done.result, TestRun)
+            self.spec_done = [done]
+            self.say(f"{spec.path.name} ({spec.family}): baseline {' '.join(spec.tests)}")
+            passed = len(done.result.with_outcome("passed"))
+            self.say(f"  baseline {passed} passed (spec expects {spec.expect_baseline_pass})")
+        else:
+            assert isinstance(done.result, Verdict)
+            self.spec_done.append(done)
+            self.outcome.verdicts.append(done.result)
+            self.say(_verdict_line(done.result))
+        last = done.index + 1 == len(self.plan.tasks) or self.plan.owner[done.index + 1][0] != n
+        stops = done.result is not None and self.plan.ends_run(done.result)
+        if last or stops:
+            self._spec_time(spec)
+
+    def _spec_time(self, spec: Spec) -> None:
+        first = self.spec_done[0]
+        time_ = SpecTime(
+            spec=spec,
+            wall_s=max(d.ended for d in self.spec_done) - min(d.started for d in self.spec_done),
+            baseline_s=first.ended - first.started,
+            runs_s=sum(d.ended - d.started for d in self.spec_done),
+        )
+        self.outcome.times.append(time_)
+        mutations = len(self.spec_done) - 1
+        self.say(
+            f"  {spec.path.name}: wall time {format_seconds(time_.wall_s)} for the baseline and {mutations} "
+            f"mutation(s) (baseline {format_seconds(time_.baseline_s)}, runs {format_seconds(time_.runs_s)} in all)"
+        )
+
+
+def format_seconds(seconds: float) -> str:
+    whole = round(seconds)
+    return f"{whole // 60}m{whole % 60:02d}s" if whole >= 60 else f"{seconds:.1f}s"
+
+
+def first_killer_order(tests: tuple[str, ...], prefixes: tuple[str, ...]) -> tuple[str, ...]:
+    """``tests`` with the entries holding a test some prefix names first (in the prefixes' order)."""
+    first: list[str] = []
+    for prefix in prefixes:
+        first += [t for t in tests if (t.startswith(prefix) or prefix.startswith(t)) and t not in first]
+    return (*first, *(t for t in tests if t not in first))
+
+
+def _names(mutation: Mutation, test: str) -> bool:
+    return any(test.startswith(prefix) for prefix in mutation.expect_failing)
+
+
+def _verify_mutation(
+    spec: Spec,
+    mutation: Mutation,
+    copy: Path,
+    baseline: TestRun,
+    timeout_s: float,
+    cancel: threading.Event | None = None,
+    early_stop: bool = False,
+    between: Callable[[], None] = lambda: None,
+) -> Verdict:
+    rerun = ""
+    if early_stop and mutation.expect_caught:
+        tests = first_killer_order(spec.tests, mutation.expect_failing)
+        run = _mutated_run(spec, mutation, copy, timeout_s, cancel, tests, exitfirst=True)
+        killer = _first_killer(mutation, run, baseline)
+        if killer is None:
+            return _judge(spec, mutation, run, baseline)
+        if not mutation.expect_failing or _names(mutation, killer):
+            return Verdict(spec, mutation, caught=True, failing=[killer], behaved=True, first_killer=True)
+        between()
+        rerun = f"first killer {killer} is not an expected test; re-run in full"
+    run = _mutated_run(spec, mutation, copy, timeout_s, cancel, spec.tests, exitfirst=False)
+    return _judge(spec, mutation, run, baseline, rerun)
+
+
+def _mutated_run(
+    spec: Spec,
+    mutation: Mutation,
+    copy: Path,
+    timeout_s: float,
+    cancel: threading.Event | None,
+    tests: tuple[str, ...],
+    *,
+    exitfirst: bool,
+) -> TestRun:
     target = copy / mutation.file
     original = target.read_bytes()
     anchor = mutation.anchor.encode("utf-8")
@@ -128,7 +316,7 @@ def _verify_mutation(spec: Spec, mutation: Mutation, copy: Path, baseline: TestR
         raise NoVerdict(f"{mutation.name}: the anchor occurs {hits} times in {mutation.file} (must be once)")
     try:
         target.write_bytes(original.replace(anchor, mutation.replacement.encode("utf-8"), 1))
-        run = _run_tests(spec, copy, timeout_s)
+        run = _run_tests(spec, copy, timeout_s, cancel, tests=tests, exitfirst=exitfirst)
     finally:
         target.write_bytes(original)
     if run.collect_errors or run.errors:
@@ -145,6 +333,32 @@ def _verify_mutation(spec: Spec, mutation: Mutation, copy: Path, baseline: TestR
             f"{mutation.name}: pytest ended the mutated run with exit {run.exitstatus} (interrupted, internal or "
             "usage error), so the outcomes are incomplete"
         )
+    return run
+
+
+def _first_killer(mutation: Mutation, run: TestRun, baseline: TestRun) -> str | None:
+    """The test an ``--exitfirst`` run stopped at, once its evidence holds; None when it did not stop
+    at a failure (it then ran everything, and the full rule judges it)."""
+    strangers = sorted(set(run.outcomes) - set(baseline.outcomes))
+    if strangers:
+        raise NoVerdict(f"{mutation.name}: the mutated run reported tests the baseline did not run: {strangers[:4]}")
+    failing = run.with_outcome("failed")
+    if run.exitstatus != 1 or len(failing) != 1:
+        return None
+    if set(run.order) != set(baseline.outcomes) or len(run.order) != len(baseline.outcomes):
+        missing = sorted(set(baseline.outcomes) - set(run.order))[:4]
+        raise NoVerdict(f"{mutation.name}: the mutated run did not collect the same tests (missing: {missing})")
+    ran = list(run.outcomes)
+    if ran != run.order[: len(ran)] or ran[-1] != failing[0]:
+        raise NoVerdict(
+            f"{mutation.name}: the early-stopped run is not its collection up to the first failure "
+            f"({failing[0]}): tests were left out or ran after it"
+        )
+    return failing[0]
+
+
+def _judge(spec: Spec, mutation: Mutation, run: TestRun, baseline: TestRun, rerun: str = "") -> Verdict:
+    """The full rule: the run ran every baseline test."""
     if run.evidence != baseline.evidence:
         missing = sorted(baseline.evidence - run.evidence)[:4]
         raise NoVerdict(f"{mutation.name}: the mutated run did not run the same tests (missing: {missing})")
@@ -152,23 +366,26 @@ def _verify_mutation(spec: Spec, mutation: Mutation, copy: Path, baseline: TestR
     caught = bool(failing)
     why = ""
     behaved = caught == mutation.expect_caught
-    if behaved and caught and mutation.expect_failing:
-        named = [f for f in failing if any(f.startswith(prefix) for prefix in mutation.expect_failing)]
-        if not named:
-            behaved = False
-            why = f"caught, but by none of the expected tests {list(mutation.expect_failing)}"
+    if behaved and caught and mutation.expect_failing and not any(_names(mutation, f) for f in failing):
+        behaved = False
+        why = f"caught, but by none of the expected tests {list(mutation.expect_failing)}"
     if not behaved and not why:
         why = f"expected {'CAUGHT' if mutation.expect_caught else 'SURVIVED'}, got {'CAUGHT' if caught else 'SURVIVED'}"
-    return Verdict(spec=spec, mutation=mutation, caught=caught, failing=failing, behaved=behaved, why=why)
+    return Verdict(spec, mutation, caught=caught, failing=failing, behaved=behaved, why=why, rerun=rerun)
 
 
 def _verdict_line(v: Verdict) -> str:
     mark = " " if v.behaved else "✗"
-    word = f"CAUGHT {len(v.failing)}" if v.caught else "SURVIVED"
+    word = "CAUGHT 1st" if v.first_killer else f"CAUGHT {len(v.failing)}" if v.caught else "SURVIVED"
     lines = [f"{mark} {word:<10} {v.mutation.name}  [{', '.join(v.mutation.invariants)}]"]
-    lines += [f"      ↳ {name}" for name in v.failing[:4]]
+    lines += [
+        f"      ↳ {name}" + ("  (first killer: the run stopped here)" if v.first_killer else "")
+        for name in v.failing[:4]
+    ]
     if len(v.failing) > 4:
         lines.append(f"      ↳ ... and {len(v.failing) - 4} more")
+    if v.rerun:
+        lines.append(f"      · {v.rerun}")
     if v.why:
         lines.append(f"      ! {v.why}")
     return "\n".join(lines)
@@ -218,24 +435,38 @@ def pytest_command(tests: tuple[str, ...], *options: str) -> list[str]:
     ]
 
 
-def _run_tests(spec: Spec, copy: Path, timeout_s: float) -> TestRun:
+def _run_tests(
+    spec: Spec,
+    copy: Path,
+    timeout_s: float,
+    cancel: threading.Event | None = None,
+    *,
+    tests: tuple[str, ...] | None = None,
+    exitfirst: bool = False,
+) -> TestRun:
     with tempfile.TemporaryDirectory(prefix="cascade-mutations-summary-") as tmp:
-        summary = Path(tmp) / "summary.json"
-        env = hermetic_env(copy, Path(tmp), CASCADE_MUTATION_SUMMARY=str(summary))
-        command = pytest_command(spec.tests, "-p", "mutations._summary_plugin", "-p", "mutations._netdeny_plugin")
-        try:
-            done = subprocess.run(
-                command, cwd=copy, env=env, capture_output=True, text=True, timeout=timeout_s, check=False
-            )
-        except subprocess.TimeoutExpired:
+        summary, collected, log = Path(tmp) / "summary.json", Path(tmp) / "collected.json", Path(tmp) / "pytest.log"
+        extra = {"CASCADE_MUTATION_SUMMARY": str(summary)}
+        options = ["-p", "mutations._summary_plugin", "-p", "mutations._netdeny_plugin"]
+        if exitfirst:
+            # The collect plugin records the collection order, so the runner can see where the run stopped.
+            options += ["-p", "mutations._collect_plugin", "--exitfirst"]
+            extra["CASCADE_MUTATION_COLLECT"] = str(collected)
+        env = hermetic_env(copy, Path(tmp), **extra)
+        command = pytest_command(spec.tests if tests is None else tests, *options)
+        returncode = run_child(command, copy, env, timeout_s, cancel, log)
+        output = log.read_text(encoding="utf-8", errors="replace")
+        if returncode is None:
             raise NoVerdict(
                 f"{spec.path.name}: the test run exceeded {timeout_s:.0f} s; raise --timeout or fix the hang"
-            ) from None
+            )
         if not summary.is_file():
-            tail = (done.stdout + done.stderr)[-2000:]
-            raise NoVerdict(f"{spec.path.name}: pytest wrote no summary (exit {done.returncode}); output ends:\n{tail}")
+            raise NoVerdict(
+                f"{spec.path.name}: pytest wrote no summary (exit {returncode}); output ends:\n{output[-2000:]}"
+            )
         data = json.loads(summary.read_text(encoding="utf-8"))
-    if "CASCADE-MUTATIONS-NETWORK-DENIED" in done.stdout + done.stderr:
+        order = list(json.loads(collected.read_text(encoding="utf-8"))["items"]) if collected.is_file() else []
+    if "CASCADE-MUTATIONS-NETWORK-DENIED" in output:
         raise NoVerdict(f"{spec.path.name}: a test tried to reach the network beyond loopback")
     return TestRun(
         exitstatus=data["exitstatus"],
@@ -244,6 +475,7 @@ def _run_tests(spec: Spec, copy: Path, timeout_s: float) -> TestRun:
         collect_errors=data["collect_errors"],
         modules=data["modules"],
         phase_errors=data.get("errors", []),
+        order=order,
     )
 
 
@@ -281,21 +513,38 @@ def _refuse_dirty(root: Path) -> None:
 
 
 @contextmanager
-def _disposable_copy(root: Path) -> Iterator[Path]:
+def _disposable_copies(root: Path, count: int) -> Iterator[tuple[list[Path], str]]:
+    """``count`` clones of the committed tree (all at the commit checked out when the run began) and
+    the snapshot every copy must match before and after each run."""
     tmp = Path(tempfile.mkdtemp(prefix="cascade-mutations-"))
-    copy = tmp / "repo"
     try:
-        subprocess.run(
-            ["git", "clone", "--quiet", "--local", "--no-hardlinks", str(root), str(copy)],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        yield copy
+        head = _git(root, "rev-parse", "HEAD").strip()
+        copies = []
+        for n in range(count):
+            copy = tmp / f"repo-{n}"
+            _git(root, "clone", "--quiet", "--local", "--no-hardlinks", "--no-checkout", str(root), str(copy))
+            _git(copy, "checkout", "--quiet", "--detach", head)
+            copies.append(copy)
+        snapshots = {_snapshot(copy) for copy in copies}
+        if len(snapshots) != 1:
+            raise NoVerdict("the disposable copies of the committed tree differ from one another")
+        yield copies, snapshots.pop()
     except subprocess.CalledProcessError as exc:
         raise NoVerdict(f"could not make a disposable copy of {root}: {exc.stderr.strip()}") from exc
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout
+
+
+def _restore(copy: Path, reference: str) -> None:
+    """Put a copy left changed by a run without a result back to the committed tree, exactly."""
+    _git(copy, "checkout", "--quiet", "--", ".")
+    _git(copy, "clean", "-qfdx")
+    if _snapshot(copy) != reference:
+        raise NoVerdict(f"the disposable copy {copy} changed and could not be restored to the committed tree")
 
 
 def _snapshot(tree: Path) -> str:

@@ -4,6 +4,7 @@ the baseline guard (tests/mutations/)."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -24,15 +25,36 @@ def toy_mutation(name: str, anchor: str, replacement: str, caught: bool = True, 
     return item
 
 
-def write_toy_spec(root: Path, mutations: list[dict[str, Any]], baseline: int) -> Path:
-    """``root/spec.json``: a WIRE spec selecting ``tests/test_toy.py`` that expects ``baseline`` passes."""
+def write_toy_spec(
+    root: Path,
+    mutations: list[dict[str, Any]],
+    baseline: int,
+    tests: tuple[str, ...] = ("tests/test_toy.py",),
+    name: str = "spec.json",
+) -> Path:
+    """``root/<name>``: a WIRE spec selecting ``tests`` that expects ``baseline`` passes."""
     spec = {
         "schema": 1,
         "family": "WIRE",
-        "tests": ["tests/test_toy.py"],
+        "tests": list(tests),
         "expect_baseline_pass": baseline,
         "mutations": mutations,
     }
-    path = root / "spec.json"
+    path = root / name
     path.write_text(json.dumps(spec), encoding="utf-8")
     return path
+
+
+def commit_toy_repo(root: Path, files: dict[str, str]) -> Path:
+    """Write ``files`` (relative path -> text) under ``root`` and commit everything there in a new repository."""
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    for command in (
+        ["init", "-q"],
+        ["add", "-A"],
+        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "toy"],
+    ):
+        subprocess.run(["git", *command], cwd=root, check=True, capture_output=True)
+    return root
