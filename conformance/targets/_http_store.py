@@ -125,7 +125,10 @@ class HttpStore:
         response = self._request("GET", f"/v1/responses/{id}", key)
         if response.status_code == 404:
             return {"not_found": True}
-        return {"messages": items, "answer": _answer_text(self._ok(response, f"GET /v1/responses/{id}"))}
+        return {
+            "messages": items,
+            "answer": answer_text(self._ok(response, f"GET /v1/responses/{id}").get("output") or ()),
+        }
 
     def delete(self, id: str, caller: int) -> dict[str, Any]:
         answer = self._request("DELETE", f"/v1/responses/{id}", self._key(caller))
@@ -153,10 +156,11 @@ def _chunk(answer: Mapping[str, Any]) -> dict[str, Any]:
     return {"tool_call": {"id": "call_store_answer", "name": call["name"], "arguments_json": call["arguments"]}}
 
 
-def _answer_text(response: Mapping[str, Any]) -> str | None:
+def answer_text(output: Sequence[Any]) -> str | None:
+    """The answer served back as model output: the text of the last ``message`` among output items."""
     texts = [
         "".join(part.get("text", "") for part in item.get("content") or () if isinstance(part, dict))
-        for item in response.get("output") or ()
+        for item in output
         if isinstance(item, dict) and item.get("type") == "message"
     ]
     return texts[-1] if texts else None

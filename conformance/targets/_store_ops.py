@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from conformance.targets._http_store import answer_text
 from engine.http.chat import ChatEvent
 from engine.http.responses_items import stored_output
 from engine.http.responses_shapes import OutputBuilder
@@ -50,12 +51,7 @@ class StoreOperations:
         if not lookup.ok or lookup.entry is None:
             return {"not_found": True}
         messages = lookup.entry.messages
-        texts = [
-            "".join(p.get("text", "") for p in item.get("content") or () if isinstance(p, dict))
-            for item in stored_output(messages)
-            if item.get("type") == "message"
-        ]
-        return {"messages": messages, "answer": texts[-1] if texts else None}
+        return {"messages": messages, "answer": answer_text(stored_output(messages))}
 
     def store_delete(self, id: str, caller: int) -> dict[str, Any]:
         return {"deleted": self._open_store().delete(id, _CALLERS[caller])}

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from engine.session_log import SessionLog
 from fakels.server import FakeLSThread
 from tests.engine.cascade_support import CSRF, Harness
 from tests.support.image_server import ImageServer, serve_images
@@ -37,3 +39,15 @@ def harness(fake: FakeLSThread) -> Iterator[Harness]:
     h = Harness(fake)
     yield h
     h.client.close()
+
+
+# The session tests' SQLite log file, and a log open on it.
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "sessions.db"
+
+
+@pytest.fixture
+def log(db: Path) -> Iterator[SessionLog]:
+    with SessionLog(db) as opened:
+        yield opened

@@ -24,6 +24,8 @@ from engine.images import (
     shrink_image,
 )
 from tests.support.imagegen import (
+    FORMATS,
+    FORMATS_MIME,
     animated,
     b64,
     dims_of,
@@ -34,9 +36,6 @@ from tests.support.imagegen import (
     padded_png,
     solid,
 )
-
-FORMATS = {"png": "PNG", "jpeg": "JPEG", "gif": "GIF", "webp": "WEBP"}
-FORMATS_MIME = {"png": "image/png", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp"}
 
 
 def _shrink(raw: bytes, mime: str = "image/png", settings: ImageSettings | None = None) -> ShrinkResult:

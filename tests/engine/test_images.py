@@ -38,6 +38,8 @@ from engine.images import (
     sniff_format,
 )
 from tests.support.imagegen import (
+    FORMATS,
+    FORMATS_MIME,
     b64,
     bomb_png,
     dims_of,
@@ -47,10 +49,6 @@ from tests.support.imagegen import (
     noise,
     solid,
 )
-
-FORMATS = {"png": "PNG", "jpeg": "JPEG", "gif": "GIF", "webp": "WEBP"}
-FORMATS_MIME = {"png": "image/png", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp"}
-
 
 # --- constants and settings ---------------------------------------------------------------------
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, get_args
 
@@ -23,17 +22,6 @@ UPSTREAMS: tuple[Upstream, ...] = get_args(Upstream)
 VISION = Capabilities(vision=True)
 PRUNE_ALL = PruneConfig(protected_tokens=0, min_savings=0)
 NEVER_PRUNE = PruneConfig(protected_tokens=0, min_savings=10**9)
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return tmp_path / "sessions.db"
-
-
-@pytest.fixture
-def log(db: Path) -> Iterator[SessionLog]:
-    with SessionLog(db) as opened:
-        yield opened
 
 
 def _bytes(body: list[dict[str, Any]]) -> str:

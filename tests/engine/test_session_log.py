@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import json
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,17 +14,6 @@ from hypothesis import strategies as st
 from engine.session_items import History, Item, Message, ToolResult
 from engine.session_log import SCHEMA_VERSION, SessionLog, SessionLogError, default_log_path
 from tests.engine.test_session_items import items_strategy, png, sample_items
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return tmp_path / "sessions.db"
-
-
-@pytest.fixture
-def log(db: Path) -> Iterator[SessionLog]:
-    with SessionLog(db) as opened:
-        yield opened
 
 
 def _records(db: Path, session_id: str = "s1") -> list[tuple[int, str, str]]:

@@ -101,3 +101,8 @@ def animated(width: int, height: int, frames: int, fmt: str = "GIF") -> bytes:
     """An animated GIF or WebP of ``frames`` distinct solid frames."""
     images = [Image.new("RGB", (width, height), (40 * i % 256, 90, 200 - 30 * i % 200)) for i in range(frames)]
     return encode(images[0], fmt, save_all=True, append_images=images[1:], duration=40, loop=0)
+
+
+# The four formats the engine accepts: Pillow's name and the MIME type, by short name.
+FORMATS = {"png": "PNG", "jpeg": "JPEG", "gif": "GIF", "webp": "WEBP"}
+FORMATS_MIME = {"png": "image/png", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp"}
