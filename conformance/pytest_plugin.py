@@ -37,10 +37,18 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from conformance.known_failures import KnownFailure, KnownFailuresError, load_known_failures
-from conformance.properties import Case, Property
-from conformance.runner import PROFILES, Result, RunOptions, select
-from conformance.targets import PLACEHOLDERS, Target, TargetError, TargetSpecError, load_target
+from conformance.profiles import PROFILES
+from conformance.targets._placeholders import PLACEHOLDERS
+from fakels.distribution import extra_problem
+
+# pytest loads this plugin in every session of an environment where the kit is installed, with or
+# without the 'conformance' extra: only a run with --cascade-target needs the suite's modules.
+_MISSING_EXTRA = extra_problem("conformance", "--cascade-target")
+if _MISSING_EXTRA is None:
+    from conformance.known_failures import KnownFailure, KnownFailuresError, load_known_failures
+    from conformance.properties import Case, Property
+    from conformance.runner import Result, RunOptions, select
+    from conformance.targets import Target, TargetError, TargetSpecError, load_target
 
 if TYPE_CHECKING:
     from conformance.targets import HttpOptions
@@ -135,6 +143,8 @@ def pytest_configure(config: pytest.Config) -> None:
                 f"{' and '.join(given)} {verb} --cascade-target: the suite runs only against a target"
             )
         return
+    if _MISSING_EXTRA is not None:
+        raise pytest.UsageError(_MISSING_EXTRA)
     only = config.getoption("--cascade-only")
     try:
         props = select(only.split(",") if only else None)

@@ -13,10 +13,9 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 from conformance.catalogue import CATALOGUE, Invariant, SelectionError, resolve
+from conformance.profiles import PROFILES
 from conformance.properties import Case, Evidence, Property, properties
 from conformance.targets import PreconditionNotMet, Target, TargetError
-
-PROFILES = ("ci", "thorough")
 
 
 class Status(StrEnum):
