@@ -73,15 +73,16 @@ class ExecTarget(DeclaredOperations):
     @classmethod
     def start(cls, command_text: str, *, call_timeout_s: float | None = None) -> ExecTarget:
         """Start the adapter, shake hands, and set the per-call timeout: ``call_timeout_s`` when
-        given (it also bounds the handshake), else calibrated from three more hello round trips."""
+        given, else calibrated from three more hello round trips. The hello is not a call: it waits
+        for the adapter's start-up too, so it has at least :data:`HANDSHAKE_TIMEOUT_S` (a loaded
+        machine starting a runtime is not an error)."""
         command = shlex.split(command_text)
         if not command:
             raise TargetSpecError("exec: needs a command, e.g. exec:node adapter.mjs")
-        target = cls(command, call_timeout_s or HANDSHAKE_TIMEOUT_S)
+        target = cls(command, max(call_timeout_s or 0.0, HANDSHAKE_TIMEOUT_S))
         try:
             target._hello()
-            if call_timeout_s is None:
-                target._timeout = target._calibrate()
+            target._timeout = call_timeout_s if call_timeout_s is not None else target._calibrate()
         except (TargetError, TargetSpecError):
             target.close()
             raise

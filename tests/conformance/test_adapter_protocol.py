@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.targets import TargetError, load_target
+from conformance.targets import TargetError, _exec, load_target
 
 PRELUDE = """import json, sys, time
 def reply(obj):
@@ -40,9 +40,21 @@ def _adapter(tmp_path: Path, body: str) -> str:
         ("sys.stderr.write('boom: missing config\\n')\nsys.exit(1)\n", "boom: missing config"),
     ],
 )
-def test_a_broken_handshake_is_a_clear_target_error(tmp_path: Path, body: str, message: str) -> None:
+def test_a_broken_handshake_is_a_clear_target_error(
+    tmp_path: Path, body: str, message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_exec, "HANDSHAKE_TIMEOUT_S", 2.0)
     with pytest.raises(TargetError, match=re.escape(message)):
-        load_target(_adapter(tmp_path, body), call_timeout_s=2)
+        load_target(_adapter(tmp_path, body), call_timeout_s=1)
+
+
+def test_the_hello_waits_for_start_up_longer_than_the_call_timeout(tmp_path: Path) -> None:
+    slow_start = "time.sleep(1.5)\nhello()\nsys.stdin.read()\n"
+    target = load_target(_adapter(tmp_path, slow_start), call_timeout_s=0.5)
+    try:
+        assert target.call_timeout_s == 0.5
+    finally:
+        target.close()
 
 
 @pytest.mark.parametrize(

@@ -198,3 +198,16 @@ def test_the_example_database_goes_to_the_chosen_cache_dir(pytester: pytest.Pyte
     assert any(path.is_file() for path in (pytester.path / "elsewhere" / "examples").rglob("*"))
     assert not (pytester.path / ".hypothesis").exists()
     assert not (pytester.path / ".cascade-cache").exists()
+
+
+def test_the_suite_under_xdist_gives_the_serial_verdicts(pytester: pytest.Pytester) -> None:
+    # Workers each load the target and collect the same items; verdicts must not depend on -n.
+    pytester.makepyfile(test_users_own="def test_users_own() -> None:\n    assert 1 + 1 == 2\n")
+    known = _known(pytester, "WIRE-1")  # fails: xfail; WIRE-2 passes; WIRE-3 is not checkable: skipped
+    args = ("--cascade-target", FORGETS_FIELDS, "--cascade-only", "WIRE-1,WIRE-2,WIRE-3", "--cascade-known-failures")
+    serial = _run(pytester, *args, str(known), "-rs")
+    serial.assert_outcomes(passed=2, xfailed=1, skipped=1)
+    pytester.syspathinsert(Path(__file__).resolve().parents[2])
+    parallel = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", *args, str(known), "-rs", timeout=300)
+    parallel.assert_outcomes(passed=2, xfailed=1, skipped=1)
+    parallel.stdout.fnmatch_lines(["SKIPPED * not checkable on this target: it lacks ls.journal, ls.serve, ls.stop"])
