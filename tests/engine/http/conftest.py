@@ -36,6 +36,7 @@ def serve(
     store: str = "memory",
     store_limits: StoreLimits | None = None,
     session_log: str | None = None,
+    native_mode: bool = False,
     **settings: Any,
 ) -> ServedGateway:
     http = HttpSettings(api_keys={KEY_A: "caller-a", KEY_B: "caller-b"}, **settings)
@@ -47,6 +48,7 @@ def serve(
         store=store,
         store_limits=store_limits or StoreLimits(),
         session_log=session_log,
+        native_mode=native_mode,
     )
     return ServedGateway(Gateway(config)).start()
 
