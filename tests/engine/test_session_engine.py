@@ -16,7 +16,7 @@ from engine.session_items import History, Item, Message, ToolCall, ToolResult, i
 from engine.session_log import SessionLog, SessionLogError
 from engine.session_lowering import Capabilities
 from engine.session_pruning import PruneConfig
-from tests.engine.test_session_items import attachments_of, png, sample_items
+from tests.engine.session_support import attachments_of, png, sample_items
 
 UPSTREAMS: tuple[Upstream, ...] = get_args(Upstream)
 VISION = Capabilities(vision=True)

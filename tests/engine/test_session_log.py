@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from engine.session_items import History, Item, Message, ToolResult
 from engine.session_log import SCHEMA_VERSION, SessionLog, SessionLogError, default_log_path
-from tests.engine.test_session_items import items_strategy, png, sample_items
+from tests.engine.session_support import items_strategy, png, sample_items
 
 
 def _records(db: Path, session_id: str = "s1") -> list[tuple[int, str, str]]:

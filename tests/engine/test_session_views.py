@@ -18,7 +18,7 @@ from engine.session_views import (
     exploration_view,
     view_bytes,
 )
-from tests.engine.test_session_items import attachments_of, png, sample_items
+from tests.engine.session_support import attachments_of, png, sample_items
 
 pytestmark = pytest.mark.invariant("ATT-7")
 

@@ -14,7 +14,7 @@ from engine.model_catalogue import ModelCatalogue, ModelInfo
 from engine.session_lowering import OMITTED_NOTE
 from fakels.server import FakeLSThread
 from tests.engine.http.conftest import KEY_A, MODEL, play, sends, serve
-from tests.engine.http.test_sessions import IMAGE_CONTENT, PNG_BYTES, TOOLS, chat, field6, post, text
+from tests.engine.http.session_support import IMAGE_CONTENT, PNG_BYTES, TOOLS, chat, field6, post, text
 
 MODELS = list(ModelCatalogue.default())
 
