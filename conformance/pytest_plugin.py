@@ -39,16 +39,19 @@ import pytest
 
 from conformance.profiles import PROFILES
 from conformance.targets._placeholders import PLACEHOLDERS
-from fakels.distribution import extra_problem
 
 # pytest loads this plugin in every session of an environment where the kit is installed, with or
-# without the 'conformance' extra: only a run with --cascade-target needs the suite's modules.
-_MISSING_EXTRA = extra_problem("conformance", "--cascade-target")
-if _MISSING_EXTRA is None:
+# without the 'conformance' extra: only a run with --cascade-target needs the suite's modules. Nothing
+# else is imported here (not even fakels: a project of the user's may have a package of that name).
+try:
     from conformance.known_failures import KnownFailure, KnownFailuresError, load_known_failures
     from conformance.properties import Case, Property
     from conformance.runner import Result, RunOptions, select
     from conformance.targets import Target, TargetError, TargetSpecError, load_target
+except ModuleNotFoundError as exc:
+    _SUITE_IMPORT_ERROR: ModuleNotFoundError | None = exc
+else:
+    _SUITE_IMPORT_ERROR = None
 
 if TYPE_CHECKING:
     from conformance.targets import HttpOptions
@@ -143,8 +146,13 @@ def pytest_configure(config: pytest.Config) -> None:
                 f"{' and '.join(given)} {verb} --cascade-target: the suite runs only against a target"
             )
         return
-    if _MISSING_EXTRA is not None:
-        raise pytest.UsageError(_MISSING_EXTRA)
+    if _SUITE_IMPORT_ERROR is not None:
+        from fakels.distribution import extra_problem
+
+        problem = extra_problem("conformance", "--cascade-target")
+        if problem is None:  # not a missing extra: a real import error, shown as it is
+            raise _SUITE_IMPORT_ERROR
+        raise pytest.UsageError(problem)
     only = config.getoption("--cascade-only")
     try:
         props = select(only.split(",") if only else None)

@@ -211,3 +211,13 @@ def test_the_suite_under_xdist_gives_the_serial_verdicts(pytester: pytest.Pytest
     parallel = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", *args, str(known), "-rs", timeout=300)
     parallel.assert_outcomes(passed=2, xfailed=1, skipped=1)
     parallel.stdout.fnmatch_lines(["SKIPPED * not checkable on this target: it lacks ls.journal, ls.serve, ls.stop"])
+
+
+def test_the_plugin_loads_in_a_project_with_a_package_named_like_the_kits(pytester: pytest.Pytester) -> None:
+    # The plugin is imported in every session of the environment: it must not import fakels (or
+    # engine) at start-up, where the user's own package of that name would be found first.
+    for package in ("fakels", "engine"):
+        pytester.mkpydir(package)
+    pytester.makepyfile(test_users_own="import fakels\n\ndef test_users_own() -> None:\n    assert fakels.__file__\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)

@@ -3,7 +3,6 @@ documented survivors, and it refuses to give a verdict on untrustworthy evidence
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +11,7 @@ import pytest
 from mutations.cli import main as cascade_mutations
 from mutations.runner import EXIT_NO_VERDICT, NoVerdict, verify
 from mutations.spec import STATIC_CHECK_MARKER, load_spec
-from tests.support.toy_specs import toy_mutation, write_toy_spec
+from tests.support.toy_specs import commit_toy_repo, toy_mutation, write_toy_spec
 
 TOY = """def add(a, b):
     return a + b
@@ -52,19 +51,9 @@ KNOWN = {"WIRE-1", "WIRE-2"}
 
 def _repo(tmp_path: Path, mutations: list[dict[str, Any]], baseline: int = 3, tests: str = TOY_TESTS) -> Path:
     root = tmp_path / "toy"
-    (root / "fakels").mkdir(parents=True)
-    (root / "tests").mkdir()
-    (root / "fakels" / "__init__.py").write_text("", encoding="utf-8")
-    (root / "fakels" / "toy.py").write_text(TOY, encoding="utf-8")
-    (root / "tests" / "test_toy.py").write_text(tests, encoding="utf-8")
+    root.mkdir()
     write_toy_spec(root, mutations, baseline)
-    for command in (
-        ["init", "-q"],
-        ["add", "-A"],
-        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "toy"],
-    ):
-        subprocess.run(["git", *command], cwd=root, check=True, capture_output=True)
-    return root
+    return commit_toy_repo(root, {"fakels/__init__.py": "", "fakels/toy.py": TOY, "tests/test_toy.py": tests})
 
 
 def _verify(root: Path, **kwargs: Any) -> Any:
