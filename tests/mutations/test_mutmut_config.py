@@ -10,20 +10,22 @@ from typing import Any
 
 import pytest
 
-from mutations.mutmut_score import (
+from mutations._mutmut_accepted import (
     ACCEPTED_PATH,
     Accepted,
-    Counts,
-    NoScore,
     Survivor,
     changed_lines,
+    function_of,
+    parse_accepted,
+    triage,
+)
+from mutations._mutmut_results import (
+    Counts,
+    NoScore,
     counts_from_cicd,
     counts_from_statuses,
     covered_score,
-    function_of,
     mutation_score,
-    parse_accepted,
-    triage,
 )
 from mutations.spec import STATIC_CHECK_MARKER, static_check_files
 
