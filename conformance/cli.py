@@ -20,9 +20,10 @@ from conformance.cases import CaseFileError, read_case
 from conformance.catalogue import CATALOGUE, FAMILIES
 from conformance.known_failures import KnownFailure, KnownFailuresError, load_known_failures
 from conformance.operations import HTTP_TARGET_OPERATIONS, OPERATIONS, PROTOCOL_VERSION, capability_schema
+from conformance.profiles import PROFILES
 from conformance.properties import Property, properties
 from conformance.report import replay_command, save_failure_cases, summary_line, write_junit, write_markdown
-from conformance.runner import PROFILES, Result, RunOptions, Status, replay_case, run_property, select
+from conformance.runner import Result, RunOptions, Status, replay_case, run_property, select
 from conformance.targets import (
     PLACEHOLDERS,
     HttpTarget,

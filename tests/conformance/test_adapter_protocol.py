@@ -52,6 +52,7 @@ def test_the_hello_waits_for_start_up_longer_than_the_call_timeout(tmp_path: Pat
     slow_start = "time.sleep(1.5)\nhello()\nsys.stdin.read()\n"
     target = load_target(_adapter(tmp_path, slow_start), call_timeout_s=0.5)
     try:
+        assert isinstance(target, _exec.ExecTarget)
         assert target.call_timeout_s == 0.5
     finally:
         target.close()
