@@ -166,10 +166,10 @@ class SessionLog:
             conn.executemany("INSERT INTO records (session_id, seq, kind, body) VALUES (?, ?, ?, ?)", rows)
             conn.execute("COMMIT")
         except sqlite3.IntegrityError as exc:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
             raise RuntimeError(f"session {session_id!r}: record {first_seq} was written by another writer") from exc
         except BaseException:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
             raise
 
     def _db(self) -> sqlite3.Connection:
@@ -226,7 +226,7 @@ def _connect(path: str) -> sqlite3.Connection:
                 raise ValueError(f"session log {path}: not a session log of schema version {SCHEMA_VERSION}")
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
             raise
     except BaseException:
         conn.close()
@@ -236,3 +236,10 @@ def _connect(path: str) -> sqlite3.Connection:
 
 def _versions(conn: sqlite3.Connection) -> list[object]:
     return [row[0] for row in conn.execute("SELECT version FROM schema_version")]
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Roll back the open transaction, if SQLite has not already (an interrupt, a full disk or an I/O error
+    ends it on its own): a ROLLBACK then would raise and hide the error that is being handled."""
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")

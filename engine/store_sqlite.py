@@ -157,7 +157,7 @@ def _migrate(conn: sqlite3.Connection, where: str) -> None:
                 raise StoreOpenError(f"{where}: schema version {versions} (this engine reads {SCHEMA_VERSION})")
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        _rollback(conn)
         raise
 
 
@@ -190,3 +190,10 @@ def _decode(row: tuple[Any, ...]) -> StoredEntry:
 
 def _is_time(value: object) -> bool:
     return isinstance(value, float | int) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Roll back the open transaction, if SQLite has not already (an interrupt, a full disk or an I/O error
+    ends it on its own): a ROLLBACK then would raise and hide the error that is being handled."""
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")

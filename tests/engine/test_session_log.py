@@ -248,3 +248,29 @@ def test_a_missing_directory_is_created(tmp_path: Path) -> None:
     with SessionLog(tmp_path / "deep" / "er" / "sessions.db") as log:
         assert log.sessions() == []
     assert (tmp_path / "deep" / "er" / "sessions.db").is_file()
+
+
+def test_a_write_that_sqlite_rolled_back_itself_raises_its_own_error_and_the_log_stays_usable(tmp_path: Path) -> None:
+    # An interrupted INSERT inside an explicit transaction makes SQLite roll the whole transaction back on
+    # its own; a second ROLLBACK would fail and hide the interrupt ("cannot rollback - no transaction").
+    log = SessionLog(tmp_path / "sessions.db")
+    history = History()
+    log.attach("s1", history)
+    opcodes = 0
+
+    def interrupt_mid_insert() -> int:
+        nonlocal opcodes
+        opcodes += 1
+        return 1 if opcodes == 200 else 0
+
+    conn = log._db()
+    conn.set_progress_handler(interrupt_mid_insert, 1)
+    with pytest.raises(sqlite3.OperationalError, match="interrupted"):
+        history.commit(*sample_items() * 20)
+    conn.set_progress_handler(None, 1)
+    assert not conn.in_transaction
+    assert history.snapshot()[0] == ()  # the refused change never reached the history
+    history.commit(*sample_items())
+    log.close()
+    with SessionLog(tmp_path / "sessions.db") as reopened:
+        assert reopened.restore("s1").snapshot() == history.snapshot()
