@@ -187,7 +187,10 @@ class _Connection:
 
     def _dispatch(self, event: h2.events.Event) -> None:
         if isinstance(event, h2.events.RequestReceived):
-            headers = {_text(name).lower(): _text(value) for name, value in event.headers}
+            headers: dict[str, str] = {}
+            for name, value in event.headers:  # repeated headers joined (RFC 9110 section 5.3)
+                key, text = _text(name).lower(), _text(value)
+                headers[key] = f"{headers[key]}, {text}" if key in headers else text
             self._streams[event.stream_id] = _Stream(
                 method=headers.get(":method", ""),
                 path=headers.get(":path", ""),

@@ -8,7 +8,7 @@ or several; decoding happens in :mod:`fakels.service` where unknown fields survi
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 import grpc
@@ -31,7 +31,7 @@ class _Handler(grpc.GenericRpcHandler):  # type: ignore[misc]
 
     def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
         path: str = handler_call_details.method
-        headers = {key: _header_text(value) for key, value in handler_call_details.invocation_metadata}
+        headers = _joined((key, _header_text(value)) for key, value in handler_call_details.invocation_metadata)
         rpc = rpc_for_path(path)
         if rpc is not None and rpc.server_streaming:
             return grpc.stream_stream_rpc_method_handler(self._streaming(path, headers))
@@ -77,6 +77,15 @@ class _Handler(grpc.GenericRpcHandler):  # type: ignore[misc]
 
 def _header_text(value: str | bytes) -> str:
     return value.decode("latin-1") if isinstance(value, bytes) else value
+
+
+def _joined(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Repeated metadata joined with ", " (RFC 9110 section 5.3), so a header sent twice is not read as
+    just one of its values: a CSRF token sent once wrong and once right does not match."""
+    headers: dict[str, str] = {}
+    for key, value in pairs:
+        headers[key] = f"{headers[key]}, {value}" if key in headers else value
+    return headers
 
 
 async def start_grpc_server(core: FakeLanguageServer, host: str, port: int) -> tuple[aio.Server, int]:

@@ -139,7 +139,7 @@ def _parse_request_line(line: bytes) -> tuple[str, str, dict[str, list[str]]]:
 
 async def _read_headers(reader: asyncio.StreamReader) -> dict[str, str]:
     headers: dict[str, str] = {}
-    for _ in range(_MAX_HEADER_LINES):
+    for _ in range(_MAX_HEADER_LINES + 1):  # the header lines and the blank line ending them
         line = await _read_line(reader, HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "header line")
         if not line.endswith(b"\n"):
             raise HttpError(HTTPStatus.BAD_REQUEST, "connection closed inside the header section")

@@ -124,8 +124,8 @@ class _Front:
         keys = self._settings.api_keys
         if not keys:
             return Caller("anonymous", scoped=False)
-        header = request.headers.get("authorization", "")
-        scheme, _, token = header.partition(" ")
+        values = request.headers.getlist("authorization")
+        scheme, _, token = (values[0] if len(values) == 1 else "").partition(" ")  # a repeated header is no key
         if scheme.lower() != "bearer" or not token:
             raise ApiError(
                 401,
