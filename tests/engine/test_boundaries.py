@@ -40,10 +40,9 @@ from fakels.scenario import Fault, Scenario, Turn
 from fakels.server import FakeLSThread
 from fakels.steps import error_step
 from tests.engine.cascade_support import SEND_RPC, CountingRebuild, Harness, answer
+from tests.engine.polling_support import RUNNING, FakeTime, Script, Step, planner, run
 from tests.engine.prompt_support import PLAIN_MODEL, build
-from tests.engine.test_cascade_polling import RUNNING, FakeTime, Script, Step, planner, run
-from tests.engine.test_session_pruning import detailed, tail
-from tests.engine.test_session_views import _history_of_view_size
+from tests.engine.session_support import detailed, history_of_view_size, tail
 from tests.support.pdfgen import build_pdf
 
 LIMIT_IDS = ["limit-1", "limit", "limit+1"]
@@ -293,7 +292,7 @@ def test_a_data_value_of_128_base64_characters_or_more_is_binary(length: int, bi
 
 @pytest.mark.parametrize("offset", [-1, 0, 1], ids=LIMIT_IDS)
 def test_an_exploration_page_is_at_most_32_kib(offset: int) -> None:
-    history = _history_of_view_size(VIEW_MAX_BYTES + offset)
+    history = history_of_view_size(VIEW_MAX_BYTES + offset)
     view = exploration_view(history)
     assert len(view["items"]) == len(history.items) - (1 if offset > 0 else 0)
     assert view_bytes(view) <= VIEW_MAX_BYTES

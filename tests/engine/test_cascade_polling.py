@@ -12,66 +12,11 @@ import pytest
 
 from engine.errors import CascadeModelError, CascadeStallError, LsCallError, RejectionClass, classify_rejection
 from engine.ls_requests import ModelRef, PlannerOptions, cascade_config, workspace_path
-from engine.polling import PollOutcome, PollSettings, poll_turn
+from engine.polling import PollSettings, poll_turn
 from engine.trajectory import read_step
 from fakels.proto.exa.codeium_common_pb import codeium_common_pb2 as common
 from fakels.proto.exa.cortex_pb import cortex_pb2 as cortex
-
-IDLE, RUNNING = 1, 2
-Step = cortex.CortexTrajectoryStep
-
-
-class FakeTime:
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps = 0
-
-    def clock(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps += 1
-        self.now += seconds
-
-
-def planner(text: str = "", thinking: str = "", modified: str = "") -> Step:
-    return Step(
-        type=15,  # type: ignore[arg-type]
-        planner_response=cortex.CortexStepPlannerResponse(response=text, thinking=thinking, modified_response=modified),
-    )
-
-
-class Script:
-    """Per poll: the steps snapshot and the run status; the last entry repeats forever."""
-
-    def __init__(self, frames: Sequence[tuple[Sequence[Step], int]]) -> None:
-        self.frames = list(frames)
-        self.step_calls = 0
-        self.status_calls = 0
-
-    def steps(self, timeout_s: float) -> Sequence[Step]:
-        frame = self.frames[min(self.step_calls, len(self.frames) - 1)]
-        self.step_calls += 1
-        return frame[0]
-
-    def status(self, timeout_s: float) -> int:
-        frame = self.frames[min(self.status_calls, len(self.frames) - 1)]
-        self.status_calls += 1
-        return frame[1]
-
-
-def run(script: Script, time: FakeTime, settings: PollSettings | None = None, **kwargs: object) -> PollOutcome:
-    return poll_turn(
-        script.steps,
-        script.status,
-        step_offset=kwargs.pop("step_offset", 0),  # type: ignore[arg-type]
-        prompt_chars=kwargs.pop("prompt_chars", 10),  # type: ignore[arg-type]
-        settings=settings or PollSettings(),
-        call_timeout_s=30.0,
-        clock=time.clock,
-        sleep=time.sleep,
-        **kwargs,  # type: ignore[arg-type]
-    )
+from tests.engine.polling_support import IDLE, RUNNING, FakeTime, Script, Step, planner, run
 
 
 def test_text_is_done_after_two_idle_polls_then_a_final_sweep_tops_it_up() -> None:

@@ -14,7 +14,6 @@ import os
 import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +23,9 @@ from hypothesis import strategies as st
 
 from engine.session_items import ImageAttachment, Item, Message, ToolCall, ToolResult, image_data_url, result_text
 from engine.session_lowering import OMITTED_NOTE, lower_cascade_messages, lower_chat, lower_responses
+from tests.engine.session_support import Session, sessions
 
 ROOT = Path(__file__).resolve().parents[2]
-MIMES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 WIRE_KEYS = frozenset(
     {"type", "role", "content", "text", "call_id", "name", "arguments", "output", "image_url", "url"}
     | {"tool_calls", "id", "function", "tool_call_id"}
@@ -333,62 +332,6 @@ def test_each_request_is_a_prefix_of_the_next_until_a_new_prune() -> None:
 
 
 # --- generated sessions ------------------------------------------------------------------------
-
-TEXT = st.text(max_size=12)
-ATTACHMENTS = st.lists(
-    st.builds(ImageAttachment, st.sampled_from(MIMES), st.binary(max_size=24)),
-    max_size=3,
-).map(tuple)
-ARGUMENTS = st.sampled_from(["{}", '{"path":"a.png"}', "null", "[1]", "not json", '{"q": "\u00e9"}'])
-
-
-@dataclass(frozen=True)
-class Session:
-    """A generated session: the items up to each request boundary, and a prune decision set."""
-
-    segments: tuple[tuple[Item, ...], ...]
-    pruned: frozenset[str]
-
-    @property
-    def items(self) -> list[Item]:
-        return [item for segment in self.segments for item in segment]
-
-    def requests(self) -> list[list[Item]]:
-        """The history at each request: after a user message or after a whole run of results."""
-        return [list(itertools.chain.from_iterable(self.segments[: n + 1])) for n in range(len(self.segments))]
-
-
-@st.composite
-def _tool_round(draw: st.DrawFn, first_id: int) -> list[Item]:
-    round_items: list[Item] = [Message("assistant", draw(TEXT))] if draw(st.booleans()) else []
-    calls = [
-        ToolCall(f"call_{first_id + i}", draw(st.sampled_from(["ViewImage", "Read"])), draw(ARGUMENTS))
-        for i in range(draw(st.integers(1, 3)))
-    ]
-    round_items += calls
-    for call in draw(st.permutations(calls)):
-        content = draw(st.none() | TEXT)
-        round_items.append(ToolResult(call.call_id, draw(TEXT), content, draw(st.booleans()), draw(ATTACHMENTS)))
-    return round_items
-
-
-@st.composite
-def sessions(draw: st.DrawFn) -> Session:
-    segments: list[tuple[Item, ...]] = []
-    next_id = 0
-    for turn in range(draw(st.integers(1, 3))):
-        opening: list[Item] = [Message("system", draw(TEXT))] if turn == 0 and draw(st.booleans()) else []
-        if turn and draw(st.booleans()):
-            opening.append(Message("assistant", draw(TEXT)))
-        segments.append((*opening, Message("user", draw(TEXT))))
-        for _ in range(draw(st.integers(0, 3))):
-            round_items = draw(_tool_round(next_id))
-            next_id += 3
-            segments.append(tuple(round_items))
-    ids = sorted({item.call_id for segment in segments for item in segment if isinstance(item, ToolResult)})
-    pruned = draw(st.frozensets(st.sampled_from(ids))) if ids else frozenset()
-    return Session(tuple(segments), pruned)
-
 
 def _sent(result: ToolResult, pruned: frozenset[str]) -> tuple[str, tuple[ImageAttachment, ...]]:
     if result.call_id in pruned:

@@ -24,23 +24,9 @@ from engine.session_pruning import (
     prune_candidates,
     prune_savings,
 )
-from tests.engine.test_session_lowering import Session, sessions
+from tests.engine.session_support import Session, detailed, sessions, tail, text_of
 
 IMAGE = ImageAttachment("image/png", b"\x89PNG" * 250_000)  # 1 MB: still one image's worth of tokens
-
-
-def text_of(tokens: int) -> str:
-    return "x" * (4 * tokens)
-
-
-def tail(tokens: int) -> Message:
-    """A newest message worth exactly ``tokens``."""
-    return Message("user", text_of(tokens))
-
-
-def detailed(call_id: str, saved_tokens: int) -> ToolResult:
-    """A result whose projection saves exactly ``saved_tokens`` (summary "abc" + "\\n" + content)."""
-    return ToolResult(call_id, "abc", content=text_of(saved_tokens))
 
 
 # --- the estimate ------------------------------------------------------------------------------

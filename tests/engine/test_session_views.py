@@ -18,7 +18,7 @@ from engine.session_views import (
     exploration_view,
     view_bytes,
 )
-from tests.engine.session_support import attachments_of, png, sample_items
+from tests.engine.session_support import attachments_of, history_of_view_size, png, sample_items, user_messages
 
 pytestmark = pytest.mark.invariant("ATT-7")
 
@@ -104,20 +104,16 @@ def test_every_free_text_field_of_an_entry_is_capped() -> None:
     assert cap_text("abc", 3) == "abc"
 
 
-def _messages(count: int, text: str = "m") -> list[Item]:
-    return [Message("user", text) for _ in range(count)]
-
-
 @pytest.mark.parametrize(("count", "shown", "next_index"), [(VIEW_MAX_ITEMS, 80, None), (VIEW_MAX_ITEMS + 1, 80, 80)])
 def test_at_most_80_entries(count: int, shown: int, next_index: int | None) -> None:
-    view = exploration_view(History(_messages(count)))
+    view = exploration_view(History(user_messages(count)))
     assert len(view["items"]) == shown
     assert view["next"] == next_index
     assert view["total"] == count
 
 
 def test_the_next_page_starts_where_the_last_stopped() -> None:
-    history = History(_messages(200))
+    history = History(user_messages(200))
     first = exploration_view(history)
     second = exploration_view(history, start=first["next"])
     assert [e["index"] for e in second["items"]] == list(range(80, 160))
@@ -126,29 +122,9 @@ def test_the_next_page_starts_where_the_last_stopped() -> None:
         exploration_view(history, start=201)
 
 
-def _text_of_bytes(size: int) -> str:
-    """At most SUMMARY_CAP characters whose UTF-8 is exactly ``size`` bytes (``size`` <= 2 * SUMMARY_CAP)."""
-    wide = max(0, size - SUMMARY_CAP)
-    return "é" * wide + "a" * (size - 2 * wide)
-
-
-def _history_of_view_size(target: int) -> History:
-    """Full-length messages, then one whose text makes the whole view exactly ``target`` bytes (under 80 items)."""
-    filler = "é" * SUMMARY_CAP
-    count = 1
-    while True:
-        base = History([*_messages(count - 1, filler), Message("user", "")])
-        missing = target - view_bytes(exploration_view(base, max_bytes=10**9))
-        if missing <= 2 * SUMMARY_CAP:
-            assert missing >= 0
-            assert count < VIEW_MAX_ITEMS
-            return History([*_messages(count - 1, filler), Message("user", _text_of_bytes(missing))])
-        count += 1
-
-
 @pytest.mark.parametrize("over", [0, 1])
 def test_at_most_32_kib(over: int) -> None:
-    history = _history_of_view_size(VIEW_MAX_BYTES + over)
+    history = history_of_view_size(VIEW_MAX_BYTES + over)
     count = len(history.items)
     assert view_bytes(exploration_view(history, max_bytes=10**9)) == VIEW_MAX_BYTES + over
     view = exploration_view(history)
