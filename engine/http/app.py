@@ -6,7 +6,7 @@ identity, body limit, cross-origin guard, turn limiter and heartbeat (:class:`Fr
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import hashlib
 import hmac
 import json
@@ -30,6 +30,7 @@ from engine.http.metrics_view import MetricsView
 from engine.http.responses import FrontHooks, ResponsesRoutes
 from engine.http.sessions import SessionRoutes, Sessions
 from engine.http.shapes import DONE, HEARTBEAT, ChunkWriter, completion, error_frame, sse
+from engine.http.turn_events import Emit, collect_events, turn_events
 from engine.model_catalogue import ModelCatalogue
 from engine.response_store import ResponseStore
 
@@ -176,12 +177,10 @@ class _Front:
         return await self._complete(chat, caller)
 
     async def _complete(self, chat: ChatRequest, caller: Caller) -> Response:
-        events: list[ChatEvent] = []
-        try:
-            await anyio.to_thread.run_sync(self._service.run, chat, caller, events.append, None, limiter=self.limiter)
-        except Exception:
-            log.exception("chat turn crashed")
-            return _error(ApiError(500, "the gateway failed on this request", type="api_error", code="internal_error"))
+        def run(emit: Emit, abort: threading.Event | None) -> None:
+            self._service.run(chat, caller, emit, abort)
+
+        events = await collect_events(run, limiter=self.limiter, name="chat")
         for event in events:
             if event.error is not None:
                 return _error(event.error)
@@ -203,44 +202,21 @@ class _Front:
         return JSONResponse(body)
 
     async def _stream(self, chat: ChatRequest, caller: Caller) -> AsyncIterator[bytes]:
-        loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[ChatEvent | None] = asyncio.Queue()
-        abort = threading.Event()
+        def run(emit: Emit, abort: threading.Event | None) -> None:
+            self._service.run(chat, caller, emit, abort)
 
-        def emit(event: ChatEvent) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, event)
-
-        async def work() -> None:
-            try:
-                await anyio.to_thread.run_sync(self._service.run, chat, caller, emit, abort, limiter=self.limiter)
-            except Exception:
-                log.exception("chat turn crashed")
-                error = ApiError(500, "the gateway failed on this request", type="api_error", code="internal_error")
-                queue.put_nowait(ChatEvent("error", error=error))
-            finally:
-                queue.put_nowait(None)
-
-        task = asyncio.create_task(work())
         writer = ChunkWriter(completion_id=_completion_id(), created=int(time.time()), model=chat.model.name)
-        try:
-            while True:
-                try:
-                    event = await asyncio.wait_for(queue.get(), timeout=self._settings.heartbeat_s)
-                except TimeoutError:
+        events = turn_events(run, limiter=self.limiter, heartbeat_s=self._settings.heartbeat_s, name="chat")
+        async with contextlib.aclosing(events):
+            async for event in events:
+                if event is None:
                     yield HEARTBEAT
                     continue
-                if event is None:
-                    return
                 frame = _frame(writer, event, chat.include_usage)
                 if frame is not None:
                     yield sse(frame)
                 if event.kind == "usage":
                     yield sse(DONE)
-        finally:
-            # The client went away (or the stream ended): the turn stops and commits nothing.
-            abort.set()
-            if not task.done():
-                await asyncio.shield(task)
 
     async def models(self, request: Request) -> Response:
         try:

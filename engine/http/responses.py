@@ -12,7 +12,6 @@ abort. docs/responses-api.md describes the routes and the decisions where the re
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import logging
@@ -33,19 +32,18 @@ from engine.http.errors import ApiError, bad_request
 from engine.http.responses_items import Item, lower_items, merge_chained, new_id, stored_output
 from engine.http.responses_request import ResponsesRequest, parse_responses_request
 from engine.http.responses_shapes import EventWriter, OutputBuilder, response_object, responses_usage
+from engine.http.shapes import HEARTBEAT
+from engine.http.turn_events import collect_events, turn_events
 from engine.model_catalogue import ModelCatalogue
 from engine.response_store import ResponseStore, StoredEntry
 
 log = logging.getLogger("engine.http")
 
-HEARTBEAT = b": ping\n\n"
 NOT_FOUND_HINT = (
     "Stored responses are retained for a limited time and only for the caller that created them; a response "
     "created with store:false is never stored."
 )
 _NO_CACHE = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-_CRASH = "the gateway failed on this request"
-_END = object()
 
 
 @dataclass(frozen=True)
@@ -143,12 +141,7 @@ class ResponsesRoutes:
         self._service.run(turn.chat, turn.caller, emit, abort, use_cache=False)
 
     async def _complete(self, turn: _Turn) -> Response:
-        events: list[ChatEvent] = []
-        try:
-            await anyio.to_thread.run_sync(self._run, turn, events.append, None, limiter=self._hooks.limiter)
-        except Exception:
-            log.exception("responses turn crashed")
-            return _error(ApiError(500, _CRASH, type="api_error", code="internal_error"))
+        events = await collect_events(functools.partial(self._run, turn), limiter=self._hooks.limiter, name="responses")
         for event in events:
             if event.error is not None:
                 return _error(event.error)
@@ -190,43 +183,11 @@ class ResponsesRoutes:
                     done = self._completed(turn, builder.items, refused, event.usage)
                     yield writer.frame("response.completed", {"response": done})
 
-    async def _events(self, turn: _Turn) -> AsyncGenerator[ChatEvent | None, None]:
-        """The turn's events as they come; ``None`` when a heartbeat is due. Closing this iterator (the
-        client went away) aborts the turn, which then reports no usage and commits nothing."""
-        loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[object] = asyncio.Queue()
-        abort = threading.Event()
+    def _events(self, turn: _Turn) -> AsyncGenerator[ChatEvent | None, None]:
+        """The turn's events as they come; ``None`` when a heartbeat is due (see :func:`turn_events`)."""
 
-        def emit(event: ChatEvent) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, event)
-
-        async def work() -> None:
-            try:
-                await anyio.to_thread.run_sync(self._run, turn, emit, abort, limiter=self._hooks.limiter)
-            except Exception:
-                log.exception("responses turn crashed")
-                queue.put_nowait(
-                    ChatEvent("error", error=ApiError(500, _CRASH, type="api_error", code="internal_error"))
-                )
-            finally:
-                queue.put_nowait(_END)
-
-        task = asyncio.create_task(work())
-        try:
-            while True:
-                try:
-                    event = await asyncio.wait_for(queue.get(), timeout=self._hooks.heartbeat_s)
-                except TimeoutError:
-                    yield None
-                    continue
-                if event is _END:
-                    return
-                assert isinstance(event, ChatEvent)
-                yield event
-        finally:
-            abort.set()
-            if not task.done():
-                await asyncio.shield(task)
+        run = functools.partial(self._run, turn)
+        return turn_events(run, limiter=self._hooks.limiter, heartbeat_s=self._hooks.heartbeat_s, name="responses")
 
     async def _commit(self, turn: _Turn, output: Sequence[Item]) -> str | None:
         """Store the turn when persistence was wanted; why the store refused it, None otherwise. A
