@@ -46,7 +46,7 @@ def _data(text: str) -> list[Any]:
     return [payload if payload == "[DONE]" else json.loads(payload) for payload in payloads]
 
 
-BODIES = {
+BODIES: dict[str, dict[str, Any]] = {
     "/v1/chat/completions": {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]},
     "/v1/responses": {"model": MODEL, "input": "hi", "store": False},
 }
