@@ -210,9 +210,56 @@ def utf16_sort_key(text: str) -> bytes:
     return text.encode("utf-16-be", "surrogatepass")
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def js_to_well_formed(text: str) -> str:
+    """``String.prototype.toWellFormed()``: each lone surrogate becomes U+FFFD, as Node's UTF-8 encoding
+    writes it (a pair of surrogate code points is one character, as in a JS string)."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def js_json_text(text: str) -> str:
+    """JSON text from ``json.dumps(..., ensure_ascii=False)`` as ``JSON.stringify`` writes it: a lone
+    surrogate (it can only sit inside a string) becomes its ``\\uXXXX`` escape, so the text encodes to UTF-8."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", _js_units(text))
+
+
 def js_utf8(text: str) -> bytes:
     """Node's UTF-8 encoding of a JS string: lone surrogates become U+FFFD."""
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace").encode("utf-8")
+    return js_to_well_formed(text).encode("utf-8")
+
+
+def well_formed_json(value: object) -> object:
+    """A parsed JSON document with :func:`js_to_well_formed` applied to every string, keys included.
+
+    Iterative, in place on lists and dicts (as ``json.loads`` returns them), so a document nested as deep
+    as the parser allows is walked without recursion."""
+    if isinstance(value, str):
+        return js_to_well_formed(value)
+    pending: list[object] = [value]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, list):
+            for index, item in enumerate(node):
+                if isinstance(item, str):
+                    node[index] = js_to_well_formed(item)
+                elif isinstance(item, list | dict):
+                    pending.append(item)
+        elif isinstance(node, dict):
+            members = list(node.items())
+            node.clear()
+            for key, item in members:
+                if isinstance(item, str):
+                    item = js_to_well_formed(item)
+                elif isinstance(item, list | dict):
+                    pending.append(item)
+                node[js_to_well_formed(key) if isinstance(key, str) else key] = item
+    return value
 
 
 def _js_units(text: str) -> str:

@@ -22,6 +22,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from engine.js import js_json_text
+
 OPEN_TAG: Final = "<tool_call>"
 CLOSE_TAG: Final = "</tool_call>"
 TOOL_NAME_PATTERN: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -133,7 +135,7 @@ def validate_tools(tools: object, tool_choice: object) -> None:
 
 
 def _compact(value: object) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return js_json_text(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
 
 
 def _choice_rule(tool_choice: object) -> str:

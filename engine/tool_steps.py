@@ -31,7 +31,17 @@ from typing import Final, cast
 
 from google.protobuf.message import Message as Message_
 
-from engine.js import js_get, js_json_parse, js_or, js_string, js_stringify, js_to_number, js_trim, js_truthy
+from engine.js import (
+    js_get,
+    js_json_parse,
+    js_or,
+    js_string,
+    js_stringify,
+    js_to_number,
+    js_to_well_formed,
+    js_trim,
+    js_truthy,
+)
 from fakels.proto.exa.codeium_common_pb import codeium_common_pb2 as common
 from fakels.proto.exa.cortex_pb import cortex_pb2 as cortex
 
@@ -273,7 +283,8 @@ class _Body:
         self.written = False
 
     def _set(self, name: str, value: object) -> None:
-        setattr(self.message, name, value)
+        # writeStringField encodes UTF-8 the way Node does: a lone surrogate becomes U+FFFD.
+        setattr(self.message, name, js_to_well_formed(value) if isinstance(value, str) else value)
         self.written = True
 
     def text(self, name: str, value: object) -> None:
@@ -299,7 +310,7 @@ class _Body:
     def strings(self, name: str, values: object) -> None:
         """A repeated string field: ``String(item)`` for each item of an array."""
         if isinstance(values, list) and values:
-            getattr(self.message, name).extend(js_string(item) for item in values)
+            getattr(self.message, name).extend(js_to_well_formed(js_string(item)) for item in values)
             self.written = True
 
 

@@ -31,6 +31,7 @@ from engine.http.responses import FrontHooks, ResponsesRoutes
 from engine.http.sessions import SessionRoutes, Sessions
 from engine.http.shapes import DONE, HEARTBEAT, ChunkWriter, completion, error_frame, sse
 from engine.http.turn_events import Emit, collect_events, turn_events
+from engine.js import well_formed_json
 from engine.model_catalogue import ModelCatalogue
 from engine.response_store import ResponseStore
 
@@ -159,10 +160,14 @@ class _Front:
         except ClientDisconnect:
             # Nobody is left to answer; an error (not a traceback) ends the request quietly.
             raise ApiError(400, "the client went away before its body arrived", code="client_disconnected") from None
+        body = b"".join(chunks)
         try:
-            return json.loads(b"".join(chunks))
+            parsed: object = json.loads(body)
         except (UnicodeDecodeError, ValueError) as exc:
             raise ApiError(400, f"the request body is not valid JSON: {exc}", code="invalid_json") from None
+        # A lone surrogate can only come from a \uD8xx-style escape. Node writes U+FFFD for it when it encodes
+        # the string for the LS; here it is replaced once, on the way in, so no later encoding can fail on it.
+        return well_formed_json(parsed) if b"\\u" in body else parsed
 
     async def chat(self, request: Request) -> Response:
         try:

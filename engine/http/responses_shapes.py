@@ -11,6 +11,7 @@ from typing import Any
 
 from engine.http.chat import ChatEvent
 from engine.http.responses_items import Item, new_id
+from engine.js import js_json_text
 
 StreamEvent = tuple[str, dict[str, Any]]
 
@@ -197,4 +198,4 @@ def _copy(item: Item) -> Item:
 
 
 def _dump(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return js_json_text(json.dumps(value, ensure_ascii=False, separators=(",", ":")))

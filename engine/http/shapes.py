@@ -7,6 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from engine.js import js_json_text
 from engine.tool_markup import ParsedToolCall
 from engine.usage import GeneratorUsage
 
@@ -117,4 +118,4 @@ HEARTBEAT = b": ping\n\n"
 
 
 def _dump(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return js_json_text(json.dumps(value, ensure_ascii=False, separators=(",", ":")))

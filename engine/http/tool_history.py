@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.extract import content_to_string
+from engine.js import js_json_text
 
 
 def lower_tool_turns(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -49,7 +50,7 @@ def _call_block(call: Mapping[str, Any]) -> str:
     except (TypeError, ValueError):
         parsed = arguments
     payload = {"name": function.get("name", ""), "arguments": parsed}
-    return f"<tool_call>{json.dumps(payload, ensure_ascii=False)}</tool_call>"
+    return f"<tool_call>{js_json_text(json.dumps(payload, ensure_ascii=False))}</tool_call>"
 
 
 def _result_block(message: Mapping[str, Any]) -> str:
