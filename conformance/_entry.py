@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 
-from fakels.distribution import extra_problem
+from fakels.distribution import guarded_main
 
 
-def main(argv: list[str] | None = None) -> int:
-    problem = extra_problem("conformance", "cascade-conformance")
-    if problem is not None:
-        print(problem, file=sys.stderr)
-        return 2
-    from conformance.cli import main as cli_main
-
-    return cli_main(argv)
+def main(argv: Sequence[str] | None = None) -> int:
+    return guarded_main("conformance", "cascade-conformance", "conformance.cli", argv)
 
 
 if __name__ == "__main__":

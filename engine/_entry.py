@@ -5,17 +5,11 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from fakels.distribution import extra_problem
+from fakels.distribution import guarded_main
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    problem = extra_problem("engine", "cascade-engine")
-    if problem is not None:
-        print(problem, file=sys.stderr)
-        return 2
-    from engine.cli import main as cli_main
-
-    return cli_main(argv)
+    return guarded_main("engine", "cascade-engine", "engine.cli", argv)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,10 @@ prints one line saying what to install, never a traceback.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
+import sys
+from collections.abc import Sequence
 
 DISTRIBUTION = "cascade-conformance"
 
@@ -45,3 +48,14 @@ def extra_problem(extra: str, command: str) -> str | None:
         f"{command}: needs the '{extra}' extra, which is not installed (missing: {', '.join(missing)}); "
         f"install it with: pip install '{DISTRIBUTION}[{extra}]'"
     )
+
+
+def guarded_main(extra: str, command: str, cli_module: str, argv: Sequence[str] | None = None) -> int:
+    """A console script's body: ``cli_module.main(argv)`` when ``extra`` is installed, else the one line
+    saying what to install (exit 2). The CLI module is imported only after the check."""
+    problem = extra_problem(extra, command)
+    if problem is not None:
+        print(problem, file=sys.stderr)
+        return 2
+    main = importlib.import_module(cli_module).main
+    return int(main(None if argv is None else list(argv)))

@@ -4,18 +4,13 @@ tests) before importing the runner."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 
-from fakels.distribution import extra_problem
+from fakels.distribution import guarded_main
 
 
-def main(argv: list[str] | None = None) -> int:
-    problem = extra_problem("test", "cascade-mutations")
-    if problem is not None:
-        print(problem, file=sys.stderr)
-        return 2
-    from mutations.cli import main as cli_main
-
-    return cli_main(argv)
+def main(argv: Sequence[str] | None = None) -> int:
+    return guarded_main("test", "cascade-mutations", "mutations.cli", argv)
 
 
 if __name__ == "__main__":
