@@ -142,3 +142,10 @@ def test_a_bad_scope_choice_or_file_is_no_score(
     err = capsys.readouterr().err
     assert err.startswith("mutmut_score: NO SCORE: ")
     assert message in err
+
+
+@pytest.mark.static_check
+def test_only_mutate_is_exactly_the_modules_of_the_scopes() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["mutmut"]
+    scoped = sorted(m.replace(".", "/") + ".py" for scope in load_scopes(ROOT / SCOPES_PATH) for m in scope.modules())
+    assert sorted(config["only_mutate"]) == scoped
