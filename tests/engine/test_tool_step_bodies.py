@@ -15,6 +15,7 @@ from engine.steps_delta import AdditionalStepsPlan, additional_steps_for, delta_
 from engine.tool_steps import (
     BRIDGE_STEP_TYPES,
     STEP_STATUS_DONE,
+    Args,
     build_additional_steps,
     build_step,
     file_uri,
@@ -166,6 +167,20 @@ def test_an_empty_result_string_is_written_but_a_non_string_is_not(kind: str, fi
     assert decoded_step(build_step(kind, {field: ""})) == expected(kind, {})
     assert decoded_step(build_step(kind, {field: 0})) == expected(kind, None)
     assert decoded_step(build_step(kind, {field: "é"})) == expected(kind, {field: "é"})
+
+
+@pytest.mark.parametrize(
+    ("kind", "args", "written"),
+    [
+        ("view_file", {"content": "a\ud800b"}, {"content": "a\ufffdb"}),  # text_if_string
+        ("grep_search_v2", {"pattern": "\udc00x"}, {"pattern": "\ufffdx"}),  # text
+        ("list_directory", {"children": ["ok", "b\ud800"]}, {"children": ["ok", "b\ufffd"]}),  # strings
+        ("view_file", {"content": "\ud83d\ude00"}, {"content": "\U0001f600"}),  # a pair is one character
+    ],
+    ids=["text-if-string", "text", "repeated", "surrogate-pair"],
+)
+def test_a_lone_surrogate_is_written_as_u_fffd_as_node_encodes_it(kind: str, args: Args, written: Decoded) -> None:
+    assert decoded_step(build_step(kind, args)) == expected(kind, written)
 
 
 # ------------------------------------------------------------------------------------ build_step: run_command
