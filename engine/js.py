@@ -264,7 +264,7 @@ def well_formed_json(value: object) -> object:
 
 def _js_units(text: str) -> str:
     """``text`` as a JS string would hold it: surrogate code points that form a pair are joined."""
-    if not any(0xD800 <= ord(ch) <= 0xDFFF for ch in text):
+    if _SURROGATE.search(text) is None:
         return text
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 

@@ -8,14 +8,13 @@ source lines (see :mod:`mutations.mutmut_score`).
 from __future__ import annotations
 
 import fnmatch
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mutations._mutmut_results import NoScore
+from mutations._mutmut_results import load_document
 
 ACCEPTED_PATH = Path("mutations") / "mutmut-accepted-survivors.json"
 MIN_REASON_CHARS = 30
@@ -115,16 +114,10 @@ def parse_accepted(data: Any) -> list[Accepted]:
 
 
 def load_accepted(path: Path) -> list[Accepted]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    """The accepted-survivor list at ``path``; none when there is no such file."""
+    if not path.exists():
         return []
-    except (OSError, json.JSONDecodeError) as exc:
-        raise NoScore(f"cannot read {path}: {exc}") from None
-    try:
-        return parse_accepted(data)
-    except ValueError as exc:
-        raise NoScore(f"{path}: {exc}") from None
+    return load_document(path, "the accepted-survivor list", parse_accepted)
 
 
 def triage(

@@ -6,9 +6,13 @@ Pure functions over mutmut 3.8.1's on-disk results (``mutants/**/*.py.meta`` and
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import json
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
+
+_Parsed = TypeVar("_Parsed")
 
 MUTANTS_DIR = "mutants"
 CICD_STATS = "mutmut-cicd-stats.json"
@@ -49,6 +53,19 @@ CICD_FIELDS: dict[str, str] = {
 
 class NoScore(Exception):
     """mutmut produced no results a score could be computed from."""
+
+
+def load_document(path: Path, what: str, parse: Callable[[Any], _Parsed]) -> _Parsed:
+    """``parse`` of the JSON document at ``path``; NoScore naming ``what`` and the file when it cannot be read,
+    and the file when ``parse`` refuses it (ValueError)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise NoScore(f"cannot read {what} {path}: {exc}") from None
+    try:
+        return parse(data)
+    except ValueError as exc:
+        raise NoScore(f"{path}: {exc}") from None
 
 
 @dataclass(frozen=True)

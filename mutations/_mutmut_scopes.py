@@ -12,14 +12,13 @@ scopes live in ``mutations/mutmut-scopes.json``::
 from __future__ import annotations
 
 import fnmatch
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mutations._mutmut_results import NoScore
+from mutations._mutmut_results import NoScore, load_document
 
 SCOPES_PATH = Path("mutations") / "mutmut-scopes.json"
 _NAME = re.compile(r"^[a-z][a-z0-9-]*$")
@@ -74,14 +73,7 @@ def parse_scopes(data: Any) -> list[Scope]:
 
 
 def load_scopes(path: Path) -> list[Scope]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise NoScore(f"cannot read the scopes file {path}: {exc}") from None
-    try:
-        return parse_scopes(data)
-    except ValueError as exc:
-        raise NoScore(f"{path}: {exc}") from None
+    return load_document(path, "the scopes file", parse_scopes)
 
 
 def choose(scopes: Sequence[Scope], names: Iterable[str] | None) -> list[Scope]:

@@ -7,11 +7,11 @@ identity, body limit, cross-origin guard, turn limiter and heartbeat (:class:`Fr
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import hmac
 import json
 import logging
-import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -30,7 +30,7 @@ from engine.http.metrics_view import MetricsView
 from engine.http.responses import FrontHooks, ResponsesRoutes
 from engine.http.sessions import SessionRoutes, Sessions
 from engine.http.shapes import DONE, HEARTBEAT, ChunkWriter, completion, error_frame, sse
-from engine.http.turn_events import Emit, collect_events, turn_events
+from engine.http.turn_events import collect_events, turn_events
 from engine.js import well_formed_json
 from engine.model_catalogue import ModelCatalogue
 from engine.response_store import ResponseStore
@@ -182,9 +182,7 @@ class _Front:
         return await self._complete(chat, caller)
 
     async def _complete(self, chat: ChatRequest, caller: Caller) -> Response:
-        def run(emit: Emit, abort: threading.Event | None) -> None:
-            self._service.run(chat, caller, emit, abort)
-
+        run = functools.partial(self._service.run, chat, caller)
         events = await collect_events(run, limiter=self.limiter, name="chat")
         for event in events:
             if event.error is not None:
@@ -207,9 +205,7 @@ class _Front:
         return JSONResponse(body)
 
     async def _stream(self, chat: ChatRequest, caller: Caller) -> AsyncIterator[bytes]:
-        def run(emit: Emit, abort: threading.Event | None) -> None:
-            self._service.run(chat, caller, emit, abort)
-
+        run = functools.partial(self._service.run, chat, caller)
         writer = ChunkWriter(completion_id=_completion_id(), created=int(time.time()), model=chat.model.name)
         events = turn_events(run, limiter=self.limiter, heartbeat_s=self._settings.heartbeat_s, name="chat")
         async with contextlib.aclosing(events):

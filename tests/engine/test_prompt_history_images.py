@@ -17,7 +17,7 @@ from engine.config import HistoryImageLimits
 from engine.extract import IMAGE_PLACEHOLDER
 from engine.images import MAX_SIZE, ImageSettings, ImageVerdicts
 from engine.metrics import DropCounts, ImageHistoryMetrics
-from engine.prompt import INTRO, Message, build_cascade_prompt, truncation_note
+from engine.prompt import INTRO, Message, PromptBuild, build_cascade_prompt, truncation_note
 from tests.engine.prompt_support import (
     CLAUDE,
     DROP_SUFFIX,
@@ -446,31 +446,25 @@ def test_each_distinct_image_is_decoded_once_per_request(monkeypatch: pytest.Mon
         Message("user", [text_block("b"), b64_image(IMG_A), b64_image(IMG_B)]),
     ]
     verdicts = ImageVerdicts()
-    resumed = build_cascade_prompt(
-        messages,
-        model_uid=CLAUDE,
-        is_resume=True,
-        limits=HistoryImageLimits(),
-        image_settings=ImageSettings(),
-        fetcher=FakeFetcher(),
-        env={},
-        metrics=ImageHistoryMetrics(),
-        verdicts=verdicts,
-    )
+
+    def resumed_build(*, rebuild: bool) -> PromptBuild:  # one request's builds share its verdicts
+        return build_cascade_prompt(
+            messages,
+            model_uid=CLAUDE,
+            is_resume=True,
+            rebuild=rebuild,
+            limits=HistoryImageLimits(),
+            image_settings=ImageSettings(),
+            fetcher=FakeFetcher(),
+            env={},
+            metrics=ImageHistoryMetrics(),
+            verdicts=verdicts,
+        )
+
+    resumed = resumed_build(rebuild=False)
     assert resumed.images == (png(IMG_A), png(IMG_B))
     assert len(loads) == 2  # the same bytes twice in one turn: one decode
-    rebuilt = build_cascade_prompt(
-        messages,
-        model_uid=CLAUDE,
-        is_resume=True,
-        rebuild=True,
-        limits=HistoryImageLimits(),
-        image_settings=ImageSettings(),
-        fetcher=FakeFetcher(),
-        env={},
-        metrics=ImageHistoryMetrics(),
-        verdicts=verdicts,
-    )
+    rebuilt = resumed_build(rebuild=True)
     assert rebuilt.images == (png(IMG_A), png(IMG_B), png(IMG_A), png(IMG_A))
     assert len(loads) == 2  # the rebuild of the same request decodes nothing again
     assert build(messages).images == rebuilt.images  # a fresh request decides the same
