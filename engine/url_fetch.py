@@ -281,7 +281,7 @@ class _PinnedConnection(http.client.HTTPConnection):
         super().__init__(address, port, timeout=timeout)
         self.sock = sock
 
-    def connect(self) -> None:  # pragma: no cover - the socket is always provided
+    def connect(self) -> None:  # http.client reconnects when its socket is gone: never dial on our own
         raise ImageFetchError(FetchFailure.NETWORK, "connection already closed")
 
 
@@ -321,6 +321,9 @@ def _hop(url: str, policy: FetchPolicy, deadline: _Deadline) -> ImageData | str:
         conn.request("GET", target.path, headers={"Host": target.host_header, "Accept": "image/*"})
         sock.settimeout(deadline.remaining())
         resp = conn.getresponse()
+        if deadline.passed():
+            # The watchdog cut the header block short: what http.client parsed is not the response.
+            raise ImageFetchError(FetchFailure.TIMEOUT, "Image fetch timeout")
         location = resp.getheader("Location")
         if 300 <= resp.status < 400 and location:
             return urljoin(url, location.strip())
