@@ -125,6 +125,8 @@ def decode_image(raw: bytes, fmt: str, budget: int) -> ImageFile.ImageFile:
     the caller closes the image. Raises ``Bomb`` or ``Undecodable``, never anything else."""
     try:
         img = _PARSERS[fmt](io.BytesIO(raw))
+    except Image.DecompressionBombError as exc:  # a GIF frame past Pillow's own limit, refused while parsing
+        raise Bomb(f"decompression bomb: {reason_of(exc)}") from exc
     except Exception as exc:  # SyntaxError, OSError, ValueError, struct.error, ...
         raise Undecodable(f"undecodable: {reason_of(exc)}") from exc
     try:
@@ -141,9 +143,6 @@ def decode_image(raw: bytes, fmt: str, budget: int) -> ImageFile.ImageFile:
     except Undecodable:
         img.close()
         raise
-    except Image.DecompressionBombError as exc:  # a GIF frame larger than its canvas, past Pillow's own limit
-        img.close()
-        raise Bomb(f"decompression bomb: {reason_of(exc)}") from exc
     except Exception as exc:  # truncated data, a header without a scan, corrupt streams
         img.close()
         raise Undecodable(f"undecodable: {reason_of(exc)}") from exc

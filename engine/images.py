@@ -24,7 +24,9 @@ one more byte is not, whatever the base64 padding or whitespace (a base64 length
 5 MiB and 5 MiB + 1 byte both take 6 990 508 characters); ``width * height`` equal to the decode
 budget decodes and one pixel more is a bomb. The engine's budget is the only judge: images are
 parsed by the format's Pillow plugin directly, so Pillow's process-wide ``Image.MAX_IMAGE_PIXELS``
-check (a warning above it, ``DecompressionBombError`` above twice it) never decides first.
+check (a warning above it, ``DecompressionBombError`` above twice it) never decides first, except
+for a GIF frame larger than its canvas and past that limit: Pillow's GIF plugin refuses it while
+parsing, and :func:`engine.image_decode.decode_image` reports that as a bomb too.
 
 A kept image is forwarded as the canonical base64 of the bytes that decoded (byte-identical to the
 input when that was canonical already), so field 6 carries exactly what was checked.
