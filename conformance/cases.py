@@ -55,10 +55,11 @@ def read_case(path: Path) -> CaseFile:
         raise CaseFileError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno}") from exc
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise CaseFileError(f'{path}: not a case file (expected "format": "{FORMAT}")')
-    if document.get("version") != VERSION:
-        raise CaseFileError(f"{path}: case file version {document.get('version')!r}; this kit reads version {VERSION}")
+    version = document.get("version")
+    if type(version) is not int or version != VERSION:  # JSON true and 1.0 are == 1 in Python
+        raise CaseFileError(f"{path}: case file version {version!r}; this kit reads version {VERSION}")
     invariant = document.get("invariant")
-    if invariant not in CATALOGUE:
+    if not isinstance(invariant, str) or invariant not in CATALOGUE:
         raise CaseFileError(f"{path}: unknown invariant {invariant!r}")
     if not isinstance(document.get("case"), dict):
         raise CaseFileError(f'{path}: "case" must be an object')

@@ -256,7 +256,11 @@ def _run_with_logging_set(args: argparse.Namespace) -> int:
         print(f"target: {target.description}", file=sys.stderr)
         for index, prop in enumerate(chosen, start=1):
             print(f"[{index}/{len(chosen)}] {prop.invariant.id} ...", end="", file=sys.stderr, flush=True)
-            result = _run_one(prop, target, options, known.get(prop.invariant.id))
+            try:
+                result = _run_one(prop, target, options, known.get(prop.invariant.id))
+            except BaseException:
+                print(file=sys.stderr, flush=True)  # the error that stops the run gets a line of its own
+                raise
             print(f" {result.line} ({result.seconds:.1f}s)", file=sys.stderr, flush=True)
             results.append(result)
     finally:
