@@ -17,6 +17,7 @@ from engine.js import (
     JS_WHITESPACE,
     js_get,
     js_json_parse,
+    js_json_text,
     js_number,
     js_or,
     js_parse_int,
@@ -31,6 +32,7 @@ from engine.js import (
     stable_stringify,
     utf16_len,
     utf16_sort_key,
+    well_formed_json,
 )
 
 
@@ -370,3 +372,73 @@ def test_json_parse_rejects_what_json_parse_rejects() -> None:
     for text in ("{'a': 1}", "", "[1,]"):
         with pytest.raises(json.JSONDecodeError):
             js_json_parse(text)
+
+
+# ------------------------------------------------------------------------------------ edges pinned on Node
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (10**400, "Infinity"),  # a JSON number too large for a double is Infinity in JS
+        (-(10**400), "-Infinity"),
+        (2**53, "9007199254740992"),
+        (-(2**53), "-9007199254740992"),
+    ],
+)
+def test_string_of_an_integer_beyond_the_double_range(value: int, expected: str) -> None:
+    assert js_string(value) == expected
+
+
+def test_json_number_of_a_negative_integer_beyond_the_double_range_is_null() -> None:
+    assert json_number(-(10**400)) == "null"
+
+
+def test_object_keys_follow_js_own_property_order() -> None:
+    # Node: JSON.stringify({b:1, "0":2, "10":3, "9":4, a:5}) -> {"0":2,"9":4,"10":3,"b":1,"a":5}
+    # ("0" is an array index; "10" after "9" numerically, not as text)
+    assert js_stringify({"b": 1, "0": 2, "10": 3, "9": 4, "a": 5}) == '{"0":2,"9":4,"10":3,"b":1,"a":5}'
+
+
+def test_non_string_keys_are_written_as_their_js_string() -> None:
+    # Node: JSON.stringify({2:"a", 1:"b"}) -> {"1":"b","2":"a"}
+    assert js_stringify({2: "a", 1: "b"}) == '{"1":"b","2":"a"}'
+    assert stable_stringify({2: "a", 1: "b", None: 0}) == '{"1":"b","2":"a","null":0}'
+
+
+def test_every_lone_surrogate_is_escaped_up_to_udfff() -> None:
+    # Node: JSON.stringify(["\udfff","\ud800x","\ud83d\ude00"]) -> ["\udfff","\ud800x","😀"]
+    assert js_stringify(["\udfff", "\ud800x", "\ud83d\ude00"]) == '["\\udfff","\\ud800x","\U0001f600"]'
+
+
+def test_stable_stringify_rejects_a_non_json_value_inside_an_array() -> None:
+    with pytest.raises(TypeError, match=r"^stable_stringify: object is not a JSON value$"):
+        stable_stringify({"a": [1, object()]})
+    with pytest.raises(TypeError, match=r"^stable_stringify: bytes is not a JSON value$"):
+        stable_stringify([b"x"])
+
+
+def test_lone_surrogates_sort_by_their_code_unit() -> None:
+    # Node: ["\uffff","\ud800","\ue000","a","\udc00"].sort() -> a, d800, dc00, e000, ffff
+    texts = ["\uffff", "\ud800", "\ue000", "a", "\udc00"]
+    assert sorted(texts, key=utf16_sort_key) == ["a", "\ud800", "\udc00", "\ue000", "\uffff"]
+
+
+def test_json_text_escapes_lone_surrogates_and_joins_pairs() -> None:
+    # Node: JSON.stringify({x:"a\ud800", "\udc00k":["\ud83d\ude00"]}) -> {"x":"a\ud800","\udc00k":["😀"]}
+    value = {"x": "a\ud800", "\udc00k": ["\ud83d\ude00"]}
+    text = js_json_text(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+    assert text == '{"x":"a\\ud800","\\udc00k":["\U0001f600"]}'
+    assert text == js_stringify(value)
+    assert js_json_text('{"a":"é"}') == '{"a":"é"}'
+
+
+def test_well_formed_json_replaces_lone_surrogates_everywhere_in_place() -> None:
+    document: object = json.loads('{"k\\udc00": ["x\\ud800y", {"deep": ["\\udfff"]}, 1, null], "ok": "\\ud83d\\ude00"}')
+    result = well_formed_json(document)
+    assert result is document
+    assert result == {"k\ufffd": ["x\ufffdy", {"deep": ["\ufffd"]}, 1, None], "ok": "\U0001f600"}
+    assert isinstance(result, dict)
+    assert list(result) == ["k\ufffd", "ok"]  # key order kept
+    assert well_formed_json("a\ud800") == "a\ufffd"
+    assert well_formed_json([["\udc00"], "b"]) == [["\ufffd"], "b"]

@@ -490,3 +490,99 @@ def test_byte_sizes(text: str, size: int) -> None:
 @pytest.mark.parametrize("text", ["", "lots", "-1", "0", "0.4", "1tb", "1 k b", "1e3", "k", "1,000"])
 def test_invalid_byte_sizes(text: str) -> None:
     assert parse_byte_size(text) is None
+
+
+# ------------------------------------------------------------------------------------ every knob, decoding, limits
+
+_KNOB_VALUES: dict[str, Any] = {
+    "tools": [{"type": "function", "function": {"name": "f"}}],
+    "tool_choice": "required",
+    "response_format": {"type": "json_object"},
+    "reasoning_effort": "medium",
+    "thinking": {"budget_tokens": 1024, "type": "enabled"},
+    "stream_options": {"include_usage": True},
+    "temperature": 0.7,
+    "top_p": 0.9,
+    "top_k": 40,
+    "max_tokens": 256,
+    "stop": ["END"],
+    "seed": 42,
+    "frequency_penalty": 0.5,
+    "presence_penalty": -0.5,
+    "logit_bias": {"50256": -100},
+    "n": 2,
+}
+
+
+@pytest.mark.parametrize(("knob", "value"), list(_KNOB_VALUES.items()))
+def test_each_knob_is_taken_from_its_own_request_field(knob: str, value: object) -> None:
+    normalized = normalize_request(_body(**{knob: value}))
+    assert normalized[knob] == value
+    assert [name for name, got in normalized.items() if got is not None] == ["model", "messages", knob]
+    assert cache_key("c", _body(**{knob: value})) != cache_key("c", _body())
+
+
+def test_knob_keys_sort_by_utf16_code_units_like_js() -> None:
+    # JS sorts "\U0001f600" (surrogates D83D DE00) before "\uff61"; code point order would put it last.
+    normalized = normalize_request(_body(logit_bias={"\uff61": 1, "\U0001f600": 2, "a": 3}))
+    assert list(normalized["logit_bias"]) == ["a", "\U0001f600", "\uff61"]
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        # goldens from Node: Buffer.from(data, "base64") and the first 32 hex of its sha256
+        ("aGVs", "[base64:x:sha256=d6a81f224bbf2f7c22baddbd5d40730e:bytes=3]"),  # "hel"
+        ("aGVsb", "[base64:x:sha256=d6a81f224bbf2f7c22baddbd5d40730e:bytes=3]"),  # lone trailing letter dropped
+        ("aGVsbG", "[base64:x:sha256=0ebdc3317b75839f643387d783535adc:bytes=4]"),  # "hell", two letters short
+        ("aGVsbG8hIQ", "[base64:x:sha256=5831fcd681f6a42b9fafd7b3befb9205:bytes=7]"),  # "hello!!" unpadded
+        ("aGVsbG8hISEh", "[base64:x:sha256=10b0337941cb0652fb9135e5d0dfb7c0:bytes=9]"),  # "hello!!!!"
+    ],
+)
+def test_unpadded_base64_of_every_length_decodes_like_node(data: str, expected: str) -> None:
+    assert binary_placeholder("x", data) == expected
+
+
+@pytest.mark.parametrize("media_type", [None, 5, ["image/png"]])
+def test_a_base64_image_source_without_a_string_media_type_gets_an_empty_mime(media_type: object) -> None:
+    source: dict[str, Any] = {"type": "base64", "data": HELLO_B64}
+    if media_type is not None:
+        source["media_type"] = media_type
+    part = {"type": "image", "source": source}
+    normalized = normalize_request(_body(messages=[{"role": "user", "content": [part]}]))
+    assert normalized["messages"][0]["content"][0]["source"]["data"] == (
+        "[base64::sha256=2cf24dba5fb0a30e26e83b2ac5b9e29e:bytes=5]"
+    )
+
+
+def test_the_smallest_limits_are_allowed() -> None:
+    clock = _Clock()
+    cache = ResponseCache(ttl_s=0.5, max_entries=1, clock=clock)
+    assert cache.put("a", _answer("a"))
+    assert cache.put("b", _answer("b"))
+    assert cache.get("a") is None
+    assert cache.get("b") == _answer("b")
+    clock.now += 0.6
+    assert cache.get("b") is None
+    tiny = ResponseCache(max_bytes=1, ttl_s=1)
+    assert not tiny.put("k", _answer("x"))
+    assert tiny.stats()["skips"] == 1
+
+
+def test_skips_and_evictions_are_counted_each_time() -> None:
+    cache = ResponseCache(max_entries=1, max_bytes=_answer("x" * 10).size())
+    assert not cache.put("e1", _answer(text=""))
+    assert not cache.put("e2", _answer(text=""))
+    assert not cache.put("big1", _answer("x" * 11))
+    assert not cache.put("big2", _answer("x" * 11))
+    for key in ("k1", "k2", "k3"):
+        assert cache.put(key, _answer(key))
+    assert cache.stats() == {
+        "entries": 1,
+        "bytes": _answer("k3").size(),
+        "hits": 0,
+        "misses": 0,
+        "sets": 3,
+        "skips": 4,
+        "evictions": 2,
+    }

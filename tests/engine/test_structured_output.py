@@ -17,6 +17,7 @@ from engine.structured_output import (
     violation_error_body,
     violation_message,
 )
+from tests.support.image_server import ImageServer
 
 
 def _format(schema: object, **extra: object) -> dict[str, Any]:
@@ -319,3 +320,75 @@ def test_the_violation_body_is_a_typed_api_error() -> None:
         }
     }
     assert VIOLATION_CODE == "STRUCTURED_OUTPUT_NOT_CONFORMING"
+
+
+# ------------------------------------------------------------------------------------ exact refusals
+
+
+def _nested_not(depth: int) -> dict[str, Any]:
+    schema: dict[str, Any] = {}
+    for _ in range(depth):
+        schema = {"not": schema}
+    return schema
+
+
+_REFUSALS: list[tuple[str, object, str]] = [
+    ("not an object", "json_schema", "response_format must be an object"),
+    (
+        "unknown type",
+        {"type": "xml"},
+        "response_format.type must be one of 'text', 'json_object', 'json_schema' (got \"xml\")",
+    ),
+    (
+        "type is an object",
+        {"type": {"name": "json_schema"}},
+        "response_format.type must be one of 'text', 'json_object', 'json_schema' (got dict)",
+    ),
+    (
+        "type is a list",
+        {"type": ["json_schema"]},
+        "response_format.type must be one of 'text', 'json_object', 'json_schema' (got list)",
+    ),
+    ("no json_schema", {"type": "json_schema"}, "response_format.json_schema must be an object"),
+    (
+        "no schema",
+        {"type": "json_schema", "json_schema": {"name": "a"}},
+        "response_format.json_schema.schema must be an object (a JSON Schema)",
+    ),
+    ("$schema not a string", _format({"$schema": 7}), "response_format.json_schema.schema.$schema must be a string"),
+    (
+        "remote $ref",
+        _format({"$ref": "other.json"}),
+        "response_format.json_schema.schema has a $ref that does not resolve inside the schema: other.json",
+    ),
+    ("nested too deeply", _format(_nested_not(3000)), "response_format.json_schema.schema is nested too deeply"),
+]
+
+
+@pytest.mark.parametrize(("response_format", "message"), [c[1:] for c in _REFUSALS], ids=[c[0] for c in _REFUSALS])
+def test_a_refused_response_format_gives_its_exact_message(response_format: object, message: str) -> None:
+    # The message is the 400 body's text, so it is pinned whole.
+    with pytest.raises(ResponseFormatError) as caught:
+        requested_schema(response_format)
+    assert str(caught.value) == message
+
+
+def test_an_older_dialect_resolves_references_by_its_own_rules() -> None:
+    # In draft-07 an "$id" of "#name" is a plain-name anchor; 2020-12 has no such anchor.
+    schema = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "definitions": {"count": {"$id": "#count", "type": "integer"}},
+        "properties": {"n": {"$ref": "#count"}},
+    }
+    accepted = requested_schema(_format(schema))
+    assert accepted is schema
+    assert structured_output_violation('{"n": 3}', accepted) is None
+    assert structured_output_violation('{"n": "x"}', accepted) == "$.n: 'x' is not of type 'integer'"
+
+
+def test_validation_never_fetches_a_remote_reference(fresh: ImageServer) -> None:
+    # A schema that skipped requested_schema: its remote $ref is unresolvable, not retrieved.
+    url = fresh.url("/schema.json")
+    reason = structured_output_violation("1", {"$ref": url})
+    assert reason == f"$: schema reference does not resolve: Unresolvable: {url}"
+    assert fresh.requests == []

@@ -317,3 +317,99 @@ def test_malformed_tools_are_rejected_with_a_clear_message(tools: object, choice
 def test_preamble_validates_too() -> None:
     with pytest.raises(ToolSpecError, match="duplicate"):
         tool_preamble([CLOCK, CLOCK], None)
+
+
+# ------------------------------------------------------------------------------------ exact texts
+
+# The whole preamble the LS receives for WEATHER and CLOCK; it is hashed into the tool context digest, so
+# any change to its wording is a change of behaviour.
+_PREAMBLE_BODY = (
+    "You can call the following functions. Each is given with its name, its description and the JSON Schema of "
+    "its arguments.\n"
+    "\n"
+    "Function: get_weather\n"
+    "Description: Current weather for a city.\n"
+    'Parameters: {"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}\n'
+    "\n"
+    "Function: now\n"
+    'Parameters: {"type":"object","properties":{}}\n'
+    "\n"
+    "To call a function, write exactly this markup, with the arguments as a JSON object matching the function's "
+    "parameters:\n"
+    '<tool_call>{"name": "NAME", "arguments": {...}}</tool_call>\n'
+    "Write one <tool_call> block per call; to make several calls, write several blocks. Put nothing inside a block "
+    "but that JSON object. Inside a JSON string write </tool_call> as <\\/tool_call>. The results of your calls "
+    "are given to you in a later message.\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("choice", "last_line"),
+    [
+        (None, "Call a function only when it helps; otherwise answer in plain text."),
+        ("auto", "Call a function only when it helps; otherwise answer in plain text."),
+        ("none", "In this reply do not call any function: answer in plain text only, with no <tool_call> block."),
+        ("required", "In this reply you must call at least one function."),
+        (
+            {"type": "function", "function": {"name": "now"}},
+            "In this reply you must call the function now (at least one <tool_call> block naming it).",
+        ),
+    ],
+)
+def test_the_preamble_text_is_exactly_the_documented_layout(choice: object, last_line: str) -> None:
+    assert tool_preamble([WEATHER, CLOCK], choice) == _PREAMBLE_BODY + last_line
+
+
+def test_the_preamble_rejects_a_forced_function_that_is_not_in_tools() -> None:
+    with pytest.raises(ToolSpecError) as caught:
+        tool_preamble([WEATHER], {"type": "function", "function": {"name": "nope"}})
+    assert str(caught.value) == "tool_choice names function 'nope', which is not in tools"
+
+
+_NO_FORCED_NAME = "tool_choice.function.name must be a non-empty string"
+
+
+@pytest.mark.parametrize(
+    ("tools", "choice", "message"),
+    [
+        ({"type": "function"}, None, "tools must be an array"),
+        ([{"type": "code_interpreter"}], None, "tools[0].type must be 'function', got 'code_interpreter'"),
+        ([WEATHER, {"function": {}}], None, "tools[1].type must be 'function', got None"),
+        ([WEATHER], "always", "tool_choice must be 'none', 'auto', 'required' or a function, got 'always'"),
+        ([WEATHER], 1, "tool_choice object must be {'type': 'function', 'function': {'name': ...}}"),
+        ([WEATHER], {"type": "function"}, _NO_FORCED_NAME),
+        ([WEATHER], {"type": "function", "function": {"name": ""}}, _NO_FORCED_NAME),
+        ([WEATHER], {"type": "function", "function": {"name": 5}}, _NO_FORCED_NAME),
+    ],
+)
+def test_validation_errors_have_exact_messages(tools: object, choice: object, message: str) -> None:
+    with pytest.raises(ToolSpecError) as caught:
+        validate_tools(tools, choice)
+    assert str(caught.value) == message
+
+
+# ------------------------------------------------------------------------------------ finish and ids
+
+
+def test_an_unterminated_block_fed_in_pieces_is_given_back_verbatim_at_finish() -> None:
+    parser = ToolMarkupParser("s")
+    pieces = ["a <tool_call>", '{"name": "f", "argu', 'ments": {"x": 1', "23456789012345"]
+    out: list[Segment] = []
+    for piece in pieces:
+        out += parser.feed(piece)
+    out += parser.finish()
+    assert _normalised(out) == ["".join(pieces)]
+
+
+def test_after_finish_nothing_is_held_and_the_parser_reads_plain_text_again() -> None:
+    parser = ToolMarkupParser("s")
+    assert parser.feed("x <tool_call>{") == ["x "]
+    assert parser.finish() == ["<tool_call>{"]
+    assert parser.finish() == []
+    assert parser.feed("plain <tool") == ["plain "]
+    assert parser.finish() == ["<tool"]
+
+
+def test_parse_tool_markup_seeds_ids_with_the_empty_string_by_default() -> None:
+    _, calls = parse_tool_markup(CALL)
+    assert [c.id for c in calls] == ["call_" + hashlib.sha256(b"\x000").hexdigest()[:24]]
