@@ -7,11 +7,10 @@ from __future__ import annotations
 import logging
 
 import pytest
-from PIL import ImageFile
 
 from engine.extract import Extracted, content_to_string, extract_images
 from engine.images import ImageData, ImageSettings
-from tests.support.imagegen import b64, solid
+from tests.support.imagegen import b64, count_decodes, solid
 from tests.support.pdfgen import pdf_b64
 
 SETTINGS = ImageSettings()
@@ -194,14 +193,7 @@ def test_a_block_that_breaks_mid_extraction_is_logged_and_the_others_are_kept(
 def test_the_same_bytes_are_decoded_once_per_call_whether_or_not_png_is_declared(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    loads: list[tuple[int, int]] = []
-    real_load = ImageFile.ImageFile.load
-
-    def counting_load(self: ImageFile.ImageFile) -> object:
-        loads.append(self.size)
-        return real_load(self)
-
-    monkeypatch.setattr(ImageFile.ImageFile, "load", counting_load)
+    loads = count_decodes(monkeypatch)
     content = [
         {"type": "image", "source": {"data": PNG}},  # the declared type defaults to image/png
         {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},

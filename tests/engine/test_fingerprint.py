@@ -25,23 +25,9 @@ from engine.fingerprint import (
     tool_context_digest,
 )
 from engine.js import js_trim, stable_stringify
+from tests.engine.fingerprint_support import assistant, system, user
 
 Msg = Mapping[str, object]
-
-
-def user(content: object) -> dict[str, object]:
-    return {"role": "user", "content": content}
-
-
-def assistant(content: object, tool_calls: object = None) -> dict[str, object]:
-    message: dict[str, object] = {"role": "assistant", "content": content}
-    if tool_calls is not None:
-        message["tool_calls"] = tool_calls
-    return message
-
-
-def system(content: object) -> dict[str, object]:
-    return {"role": "system", "content": content}
 
 
 def call(call_id: str, name: str, arguments: object) -> dict[str, object]:

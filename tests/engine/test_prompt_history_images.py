@@ -11,7 +11,6 @@ import base64
 import logging
 
 import pytest
-from PIL import ImageFile
 
 from engine.config import HistoryImageLimits
 from engine.extract import IMAGE_PLACEHOLDER
@@ -41,7 +40,7 @@ from tests.engine.prompt_support import (
     text_block,
     url_image,
 )
-from tests.support.imagegen import jpeg_header_only, padded_png, solid
+from tests.support.imagegen import count_decodes, jpeg_header_only, padded_png, solid
 
 # --- seed 000's named tests, at the builder level ---------------------------------------------
 
@@ -432,14 +431,7 @@ def test_the_history_image_byte_cap_is_exact_in_base64_characters(delta: int, at
 
 @pytest.mark.invariant("IMG-7")
 def test_each_distinct_image_is_decoded_once_per_request(monkeypatch: pytest.MonkeyPatch) -> None:
-    loads: list[tuple[int, int]] = []
-    real_load = ImageFile.ImageFile.load
-
-    def counting_load(self: ImageFile.ImageFile) -> object:
-        loads.append(self.size)
-        return real_load(self)
-
-    monkeypatch.setattr(ImageFile.ImageFile, "load", counting_load)
+    loads = count_decodes(monkeypatch)
     messages = [
         Message("user", [text_block("a"), b64_image(IMG_A)]),
         Message("assistant", [data_url_image(IMG_A)]),

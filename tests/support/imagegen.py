@@ -8,7 +8,8 @@ import random
 import struct
 import zlib
 
-from PIL import Image
+import pytest
+from PIL import Image, ImageFile
 
 
 def encode(img: Image.Image, fmt: str, **options: object) -> bytes:
@@ -106,3 +107,16 @@ def animated(width: int, height: int, frames: int, fmt: str = "GIF") -> bytes:
 # The four formats the engine accepts: Pillow's name and the MIME type, by short name.
 FORMATS = {"png": "PNG", "jpeg": "JPEG", "gif": "GIF", "webp": "WEBP"}
 FORMATS_MIME = {"png": "image/png", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp"}
+
+
+def count_decodes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """Record the size of every image Pillow decodes (``ImageFile.load``) while the test runs."""
+    loads: list[tuple[int, int]] = []
+    real_load = ImageFile.ImageFile.load
+
+    def counting_load(self: ImageFile.ImageFile) -> object:
+        loads.append(self.size)
+        return real_load(self)
+
+    monkeypatch.setattr(ImageFile.ImageFile, "load", counting_load)
+    return loads
