@@ -229,6 +229,13 @@ def js_json_text(text: str) -> str:
     return _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", _js_units(text))
 
 
+def compact_json_text(value: object) -> str:
+    """``value`` as compact JSON text (no spaces, non-ASCII kept, Python's number text) that encodes to UTF-8:
+    a lone surrogate is escaped as ``JSON.stringify`` does (:func:`js_json_text`). What the engine writes
+    to clients and into prompts."""
+    return js_json_text(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+
+
 def js_utf8(text: str) -> bytes:
     """Node's UTF-8 encoding of a JS string: lone surrogates become U+FFFD."""
     return js_to_well_formed(text).encode("utf-8")

@@ -22,7 +22,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from engine.js import js_json_text
+from engine.js import compact_json_text
 
 OPEN_TAG: Final = "<tool_call>"
 CLOSE_TAG: Final = "</tool_call>"
@@ -134,10 +134,6 @@ def validate_tools(tools: object, tool_choice: object) -> None:
 # ------------------------------------------------------------------------------------ preamble
 
 
-def _compact(value: object) -> str:
-    return js_json_text(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
-
-
 def _choice_rule(tool_choice: object) -> str:
     forced = _forced_name(tool_choice)
     if forced is not None:
@@ -170,7 +166,7 @@ def tool_preamble(tools: Sequence[Mapping[str, Any]], tool_choice: object) -> st
         if description:
             lines.append(f"Description: {description}")
         parameters = function.get("parameters")
-        lines.append(f"Parameters: {_compact(_NO_PARAMETERS if parameters is None else parameters)}")
+        lines.append(f"Parameters: {compact_json_text(_NO_PARAMETERS if parameters is None else parameters)}")
         lines.append("")
     lines += [
         "To call a function, write exactly this markup, with the arguments as a JSON object matching "
@@ -214,7 +210,7 @@ def _read_call(body: str) -> tuple[str, str] | None:
             arguments = _loads(arguments)
         if not isinstance(name, str) or not name or not isinstance(arguments, dict):
             return None
-        return name, _compact(arguments)
+        return name, compact_json_text(arguments)
     except (ValueError, RecursionError):
         return None
 

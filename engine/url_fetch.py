@@ -101,6 +101,11 @@ class ImageFetchError(Exception):
         self.reason = reason
 
 
+def _timed_out() -> ImageFetchError:
+    """A fetch past its deadline, whichever phase noticed it, fails with Node's one message."""
+    return ImageFetchError(FetchFailure.TIMEOUT, "Image fetch timeout")
+
+
 @dataclass(frozen=True)
 class FetchPolicy:
     timeout: float = DEFAULT_TIMEOUT
@@ -151,7 +156,7 @@ class _Deadline:
     def remaining(self) -> float:
         left = self.end - time.monotonic()
         if left <= 0:
-            raise ImageFetchError(FetchFailure.TIMEOUT, "Image fetch timeout")
+            raise _timed_out()
         return left
 
     def passed(self) -> bool:
@@ -175,7 +180,7 @@ def _resolve(host: str, port: int, policy: FetchPolicy, deadline: _Deadline) -> 
     worker.start()
     worker.join(deadline.remaining())
     if worker.is_alive():
-        raise ImageFetchError(FetchFailure.TIMEOUT, "Image fetch timeout")
+        raise _timed_out()
     if errors:
         raise errors[0]
     return results[0]
@@ -250,7 +255,7 @@ def _connect(target: _Target, addresses: list[str], deadline: _Deadline) -> sock
         try:
             sock = socket.create_connection((address, target.port), timeout=deadline.remaining())
         except TimeoutError as exc:
-            raise ImageFetchError(FetchFailure.TIMEOUT, "Image fetch timeout") from exc
+            raise _timed_out() from exc
         except OSError as exc:
             last = exc
             continue
@@ -260,7 +265,7 @@ def _connect(target: _Target, addresses: list[str], deadline: _Deadline) -> sock
                 sock = context.wrap_socket(sock, server_hostname=target.host)
             except TimeoutError as exc:
                 sock.close()
-                raise ImageFetchError(FetchFailure.TIMEOUT, "Image fetch timeout") from exc
+                raise _timed_out() from exc
             except OSError as exc:
                 sock.close()
                 raise ImageFetchError(FetchFailure.NETWORK, f"Image fetch TLS failure: {exc}") from exc
@@ -296,7 +301,7 @@ def _read_body(
         if not chunk:
             # EOF: the peer finished, or the watchdog cut the socket at the deadline.
             if deadline.passed():
-                raise ImageFetchError(FetchFailure.TIMEOUT, "Image fetch timeout")
+                raise _timed_out()
             if announced is not None and size != announced:
                 raise ImageFetchError(FetchFailure.NETWORK, f"Image fetch truncated: {size} of {announced} bytes")
             return b"".join(chunks)
@@ -323,7 +328,7 @@ def _hop(url: str, policy: FetchPolicy, deadline: _Deadline) -> ImageData | str:
         resp = conn.getresponse()
         if deadline.passed():
             # The watchdog cut the header block short: what http.client parsed is not the response.
-            raise ImageFetchError(FetchFailure.TIMEOUT, "Image fetch timeout")
+            raise _timed_out()
         location = resp.getheader("Location")
         if 300 <= resp.status < 400 and location:
             return urljoin(url, location.strip())
@@ -342,7 +347,7 @@ def _hop(url: str, policy: FetchPolicy, deadline: _Deadline) -> ImageData | str:
         raise
     except (OSError, http.client.HTTPException) as exc:  # TimeoutError is an OSError
         if deadline.passed() or isinstance(exc, TimeoutError):
-            raise ImageFetchError(FetchFailure.TIMEOUT, "Image fetch timeout") from exc
+            raise _timed_out() from exc
         raise ImageFetchError(FetchFailure.NETWORK, f"Image fetch failed: {exc}") from exc
     finally:
         watchdog.cancel()

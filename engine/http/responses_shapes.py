@@ -5,13 +5,12 @@ every event with a ``sequence_number``)."""
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.http.chat import ChatEvent
 from engine.http.responses_items import Item, new_id
-from engine.js import js_json_text
+from engine.js import compact_json_text
 
 StreamEvent = tuple[str, dict[str, Any]]
 
@@ -190,12 +189,8 @@ class EventWriter:
     def frame(self, kind: str, payload: Mapping[str, Any]) -> bytes:
         data = {"type": kind, "sequence_number": self._sequence, **payload}
         self._sequence += 1
-        return f"event: {kind}\ndata: {_dump(data)}\n\n".encode()
+        return f"event: {kind}\ndata: {compact_json_text(data)}\n\n".encode()
 
 
 def _copy(item: Item) -> Item:
     return copy.deepcopy(item)
-
-
-def _dump(value: object) -> str:
-    return js_json_text(json.dumps(value, ensure_ascii=False, separators=(",", ":")))

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engine.js import js_json_text
+from engine.js import compact_json_text
 from engine.tool_markup import ParsedToolCall
 from engine.usage import GeneratorUsage
 
@@ -83,7 +82,7 @@ class ChunkWriter:
 
     def _chunk(self, delta: Mapping[str, Any], finish_reason: str | None = None) -> str:
         chunk = {**self._base, "choices": [{"index": 0, "delta": dict(delta), "finish_reason": finish_reason}]}
-        return _dump(chunk)
+        return compact_json_text(chunk)
 
     def role(self) -> str:
         return self._chunk({"role": "assistant", "content": ""})
@@ -103,11 +102,11 @@ class ChunkWriter:
         return self._chunk({}, reason)
 
     def usage(self, usage: Mapping[str, Any]) -> str:
-        return _dump({**self._base, "choices": [], "usage": dict(usage)})
+        return compact_json_text({**self._base, "choices": [], "usage": dict(usage)})
 
 
 def error_frame(body: Mapping[str, Any]) -> str:
-    return _dump(body)
+    return compact_json_text(body)
 
 
 def sse(data: str) -> bytes:
@@ -115,7 +114,3 @@ def sse(data: str) -> bytes:
 
 
 HEARTBEAT = b": ping\n\n"
-
-
-def _dump(value: object) -> str:
-    return js_json_text(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
