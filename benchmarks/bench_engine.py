@@ -1,16 +1,19 @@
-"""Figures for the engine core: prompt build cost over history length, and the pool at scale.
+"""Figures for the engine core: prompt build cost over history length, the pool at scale, and tool markup.
 
     python benchmarks/bench_engine.py
 
 Prints the time to build a Cascade prompt for 100, 1,000 and 10,000 turns (every tenth user turn
 carries a small PNG; the 600 KB history budget applies) and the pool's check-in/check-out cost
-with 10,000 entries, with the per-turn / per-entry cost so linear growth is visible.
+with 10,000 entries (and with a TTL that expires entries as check-ins go on), and the tool-markup
+parser over many blocks in one text and over megabytes of arguments fed in 1,000-character
+deltas, each with the cost per unit so linear growth is visible.
 """
 
 from __future__ import annotations
 
 import base64
 import io
+import json
 import logging
 import statistics
 import time
@@ -23,6 +26,7 @@ from engine.messages import Message
 from engine.metrics import ImageHistoryMetrics
 from engine.pool import ConversationPool, PoolEntry
 from engine.prompt import build_cascade_prompt
+from engine.tool_markup import ToolMarkupParser, parse_tool_markup
 
 
 def _png(seed: int) -> str:
@@ -79,6 +83,34 @@ def bench_pool(entries: int) -> tuple[float, float]:
     return checkin, checkout
 
 
+def bench_pool_expiring(entries: int) -> float:
+    now = [0.0]
+    pool = ConversationPool(ttl_s=10, max_entries=entries * 10, clock=lambda: now[0])
+    started = time.perf_counter()
+    for i in range(entries):
+        now[0] += 0.002  # one check-in per 2 ms: the 10 s TTL keeps 5,000 and expires the rest
+        pool.checkin(f"fp-{i}", PoolEntry(cascade_id=f"c{i}", step_offset=i, generator_offset=i))
+    return time.perf_counter() - started
+
+
+def bench_markup_blocks(blocks: int) -> float:
+    text = "<tool_call>bad</tool_call>" * blocks
+    started = time.perf_counter()
+    parse_tool_markup(text)
+    return time.perf_counter() - started
+
+
+def bench_markup_stream(megabytes: int) -> float:
+    arguments = {"blob": "x" * (megabytes * 1_000_000)}
+    text = "<tool_call>" + json.dumps({"name": "upload", "arguments": arguments}) + "</tool_call>"
+    parser = ToolMarkupParser("bench")
+    started = time.perf_counter()
+    for i in range(0, len(text), 1000):
+        parser.feed(text[i : i + 1000])
+    parser.finish()
+    return time.perf_counter() - started
+
+
 def main() -> None:
     logging.getLogger("engine").setLevel(logging.ERROR)  # the per-request drop line would flood the figures
     print("prompt build (600 KB budget, a PNG every 10th user turn):")
@@ -91,6 +123,21 @@ def main() -> None:
         print(
             f"  {entries:>6} entries: check-in {checkin * 1000:7.1f} ms ({checkin / entries * 1e6:5.1f} us each), "
             f"check-out {checkout * 1000:7.1f} ms ({checkout / entries * 1e6:5.1f} us each)"
+        )
+    for entries in (10_000, 100_000):
+        seconds = bench_pool_expiring(entries)
+        print(f"  {entries:>6} check-ins, 10 s TTL: {seconds * 1000:7.1f} ms ({seconds / entries * 1e6:5.1f} us each)")
+    print("tool markup:")
+    for blocks in (10_000, 100_000):
+        seconds = bench_markup_blocks(blocks)
+        print(
+            f"  {blocks:>6} blocks in one text: {seconds * 1000:7.1f} ms ({seconds / blocks * 1e6:5.2f} us per block)"
+        )
+    for megabytes in (1, 5):
+        seconds = bench_markup_stream(megabytes)
+        per_mb = seconds / megabytes * 1000
+        print(
+            f"  {megabytes} MB of arguments, 1,000-character feeds: {seconds * 1000:7.1f} ms ({per_mb:6.1f} ms per MB)"
         )
 
 

@@ -16,7 +16,7 @@ from conformance.runner import Failure, Result, Status
 
 def summary_line(result: Result) -> str:
     inv = result.invariant
-    figures = f"{result.examples:>4} ex {result.seconds:6.2f}s" if result.examples else " " * 14
+    figures = f"{result.examples:>4} ex {result.seconds:6.2f}s" if result.examples else " " * 15
     return f"{inv.id:<8} {result.line:<20} {figures}  {_clip(inv.statement, 70)}"
 
 
@@ -24,8 +24,9 @@ def _clip(text: str, width: int) -> str:
     """``text`` cut at a word boundary to at most ``width`` characters (with an ellipsis when cut)."""
     if len(text) <= width:
         return text
-    cut = text[: width - 1].rsplit(" ", 1)[0].rstrip(",;:")
-    return cut + "…"
+    head = text[:width]  # a word ending at width - 1 is whole when head ends with its space
+    cut = head.rsplit(" ", 1)[0] if " " in head else text[: width - 1]
+    return cut.rstrip(",;:") + "…"
 
 
 def replay_command(case_path: Path, target: str | None, target_flags: str = "") -> str:

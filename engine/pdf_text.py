@@ -21,6 +21,7 @@ from __future__ import annotations
 import io
 import logging
 import math
+import re
 from typing import NamedTuple
 
 from pypdf import PdfReader
@@ -35,6 +36,11 @@ PDF_MAX_INPUT_BYTES = 25 * 1024 * 1024
 PDF_MAX_TEXT_BYTES = 25 * 1024 * 1024
 PDF_LIMIT_TEXT = "PDF 内容无法提取"
 PDF_SCANNED_MARKER = "\n[PDF Document — no extractable text (scanned/image-only PDF)]\n"
+
+
+# The first 8 base64 characters of a payload (6 bytes: room for the ``%PDF-`` header), skipping the
+# foreign characters ``b64decode_lenient`` skips and ending at an ``=`` where it stops.
+_HEAD = re.compile(r"(?:[^A-Za-z0-9+/_=-]*+[A-Za-z0-9+/_-]){0,8}")
 
 
 class PdfText(NamedTuple):
@@ -96,8 +102,15 @@ def extract_pdf_text(raw: bytes) -> PdfText | None:
 def extract_pdf_base64(data: str) -> PdfText | None:
     """``tryExtractPdf``: the same for a base64 payload (decoded leniently, like ``Buffer.from``)."""
     if len(data) > math.ceil(PDF_MAX_INPUT_BYTES * 4 / 3) + 4:
-        return _limit("PDF size exceeds safety limit") if b64decode_lenient(data[:8]).startswith(b"%PDF-") else None
+        return _limit("PDF size exceeds safety limit") if _decoded_head(data).startswith(b"%PDF-") else None
     return extract_pdf_text(b64decode_lenient(data))
+
+
+def _decoded_head(data: str) -> bytes:
+    """The first bytes :func:`b64decode_lenient` makes of ``data``, without decoding the rest of it."""
+    head = _HEAD.match(data)
+    assert head is not None  # every string starts with 0 to 8 base64 characters
+    return b64decode_lenient(head.group())
 
 
 def pdf_text_marker(pdf: PdfText, filename: str | None = None) -> str:

@@ -267,7 +267,9 @@ class ConversationPool:
 
     def _prune(self, now: float) -> None:
         expiry = self._expiry
-        while expiry and expiry[0][0] < now:
+        # A key can round onto ``now`` (or just below it): every due key is re-checked, so the prune drops
+        # exactly the entries a checkout would call expired.
+        while expiry and expiry[0][0] <= now:
             _, seq, fp = heapq.heappop(expiry)
             slot = self._slots.get(fp)
             if slot is None or slot.seq != seq:
@@ -275,9 +277,8 @@ class ConversationPool:
             if self._is_expired(slot.entry, now):
                 self._drop(fp)
                 self.expired += 1
-            else:  # rounding at the boundary: look again later
+            else:  # alive by its age: look again after now, and go on with the other due keys
                 heapq.heappush(expiry, (math.nextafter(now, math.inf), seq, fp))
-                break
         while len(self._slots) > self.max_entries:
             self._slots.popitem(last=False)
             self.evictions += 1

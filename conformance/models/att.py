@@ -152,7 +152,7 @@ def _check_pairing(request: Sequence[Any]) -> list[str]:
         calls = message.get("tool_calls") if isinstance(message, Mapping) else None
         if not calls:
             continue
-        ids = [c.get("id") for c in calls]
+        ids = [c.get("id") if isinstance(c, Mapping) else None for c in calls]
         answers = []
         cursor = index + 1
         while cursor < len(request) and _role(request[cursor]) == "tool":
@@ -199,10 +199,15 @@ def _image_urls(message: Any) -> list[str]:
     if not isinstance(content, list):
         return []
     return [
-        str((part.get("image_url") or {}).get("url"))
+        _url_of(part.get("image_url"))
         for part in content
         if isinstance(part, Mapping) and part.get("type") == "image_url"
     ]
+
+
+def _url_of(image_url: Any) -> str:
+    """The ``url`` of a Chat ``image_url`` object; anything else (a bare string included) is no URL."""
+    return str(image_url.get("url")) if isinstance(image_url, Mapping) else "None"
 
 
 def _has_text_part(message: Any) -> bool:

@@ -127,8 +127,11 @@ def trace(stored: Sequence[Any], submitted: Sequence[Mapping[str, Any]]) -> Trac
             continue
         traced.origins.append(origin)
         original = submitted[origin]
-        if notice is not None and "content" not in original and body.get("content") == "":
-            body = {k: v for k, v in body.items() if k != "content"}  # the notice became its content
+        if notice is not None and original.get("content") is None and body.get("content") == "":
+            # The notice became the content of a message that had none (absent, or null on a Chat call).
+            body = {k: v for k, v in body.items() if k != "content"}
+            if "content" in original:
+                body["content"] = None
         _compare(body, original, f"{where} (submitted {origin})", traced)
     if traced.origins != sorted(set(traced.origins)):
         text = f"stored messages are out of order or repeated: origins {traced.origins}"
@@ -273,7 +276,10 @@ def _rewrite_kind(stored: str, original: str, key: str) -> str | None:
         kept = stored[: -len(TRUNCATION_MARKER)]
         shared = _common_prefix(kept, original)
         # A string cut twice keeps a prefix of its first cut: the original's prefix, then the marker's.
-        if shared and (TRUNCATION_MARKER * 2).startswith(kept[shared:]):
+        # The first cut may have ended where the original went on like the marker (a blank line), so
+        # every split of ``kept`` within the shared prefix is tried, not only the longest.
+        doubled = TRUNCATION_MARKER * 2
+        if any(doubled.startswith(kept[split:]) for split in range(max(1, len(kept) - len(doubled)), shared + 1)):
             return "cut"
     return None
 

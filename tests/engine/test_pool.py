@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 
 import pytest
 from hypothesis import settings
@@ -209,31 +208,27 @@ def test_clear_empties_the_pool(pool: ConversationPool) -> None:
     assert len(pool) == 0
 
 
-def test_ten_thousand_entries_stay_fast(clock: ManualClock) -> None:
+def test_ten_thousand_entries_keep_the_caps(clock: ManualClock) -> None:
+    # The cost per check-in is a figure of benchmarks/bench_engine.py, not an assertion here.
     small = ConversationPool(max_entries=500, clock=clock.now)
     big = ConversationPool(max_entries=20_000, clock=clock.now)
-    started = time.perf_counter()
     for index in range(10_000):
         clock.advance(0.01)
         for target in (small, big):
             target.checkin(f"fp{index}", entry(f"c{index}"))
     for index in range(0, 10_000, 3):
         big.checkout(f"fp{index}")
-    elapsed = time.perf_counter() - started
     assert len(small) == 500
     assert small.stats().evictions == 9_500
     assert len(big) == 10_000 - len(range(0, 10_000, 3))
-    assert elapsed < 3.0, f"{elapsed:.2f}s for 20,000 check-ins"
 
 
-def test_many_expired_entries_are_pruned_without_a_full_scan_per_checkin(clock: ManualClock) -> None:
+def test_expired_entries_are_pruned_as_check_ins_go_on(clock: ManualClock) -> None:
     pool = ConversationPool(ttl_s=10, max_entries=100_000, clock=clock.now)
-    started = time.perf_counter()
     for index in range(10_000):
         clock.advance(0.002)
         pool.checkin(f"fp{index}", entry(f"c{index}"))
     assert len(pool) == 5_000  # one entry per 2 ms, 10 s window
-    assert time.perf_counter() - started < 3.0
 
 
 # ------------------------------------------------------------------------------------ state machine

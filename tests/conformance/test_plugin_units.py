@@ -1,0 +1,266 @@
+"""The pytest plugin's failure texts and verdict mapping, unit by unit: hand-built runner results
+(``conformance.runner.Result``/``Failure``) judged by a real collected ``InvariantItem``, and the texts
+a user reads when an invariant fails (every distinct failure, its minimal case, what the check saw,
+long values clipped)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.catalogue import CATALOGUE
+from conformance.known_failures import KnownFailure
+from conformance.pytest_plugin import (
+    SECTION,
+    CascadeFailure,
+    InvariantItem,
+    _failures_text,
+    _one_failure,
+    _one_line,
+    _shown,
+)
+from conformance.runner import Failure, Result, Status
+from tests.conformance.plugin_support import IMPLEMENTS_NOTHING
+
+pytest_plugins = ["pytester"]
+
+LIMIT = 8000  # characters of one counterexample or evidence a failure shows (documented in the plugin)
+WIRE_1 = CATALOGUE["WIRE-1"]
+KNOWN = KnownFailure("WIRE-1", "broken on purpose")
+CASE: dict[str, Any] = {"method": "StartCascade", "raw_hex": "0a00"}
+CASE_SHOWN = '{\n  "method": "StartCascade",\n  "raw_hex": "0a00"\n}'
+EVIDENCE: dict[str, Any] = {"decoded": {"fields": {}}}
+EVIDENCE_SHOWN = '{\n  "decoded": {\n    "fields": {}\n  }\n}'
+
+
+@pytest.fixture
+def item(pytester: pytest.Pytester) -> InvariantItem:
+    """A real item of the suite, as the plugin collects it (judging needs no target)."""
+    items, _ = pytester.inline_genitems(
+        "-p", "no:cacheprovider", "--cascade-target", IMPLEMENTS_NOTHING, "--cascade-only", "WIRE-1"
+    )
+    assert len(items) == 1
+    assert isinstance(items[0], InvariantItem)
+    return items[0]
+
+
+def _failed(status: Status, *failures: Failure) -> Result:
+    """A result shaped as the runner builds it: the first failure's message, case and evidence on top."""
+    first = failures[0]
+    return Result(WIRE_1, status, first.message, first.case, first.evidence, failures=list(failures))
+
+
+# ---------------------------------------------------------------------------- _shown / _one_line
+
+
+@pytest.mark.parametrize(
+    ("length", "shown"),
+    [
+        (LIMIT - 1, None),
+        (LIMIT, None),
+        (LIMIT + 1, "\n... (1 more characters)"),
+        (LIMIT + 5, "\n... (5 more characters)"),
+    ],
+)
+def test_a_value_longer_than_the_limit_is_clipped_saying_how_much_is_left_out(length: int, shown: str | None) -> None:
+    value = "x" * (length - 2)  # its JSON text is the string in quotes: `length` characters
+    text = _shown(value)
+    if shown is None:
+        assert text == f'"{value}"'
+    else:
+        assert text == f'"{value}'[:LIMIT] + shown
+
+
+def test_a_shown_value_is_indented_json_keeping_non_ascii_and_stringifying_the_rest() -> None:
+    value = {"text": "café ☕", "path": Path("/tmp/x"), "n": [1]}
+    assert _shown(value) == '{\n  "text": "café ☕",\n  "path": "/tmp/x",\n  "n": [\n    1\n  ]\n}'
+
+
+@pytest.mark.parametrize(
+    ("exc", "line"),
+    [
+        (
+            KeyError("unknown invariant ID 'X-1'; the catalogue has: A-1"),
+            "unknown invariant ID 'X-1'; the catalogue has: A-1",
+        ),
+        (KeyError(), ""),
+        (ValueError("first line\n   second\tline  "), "first line second line"),
+        (ValueError("a", "b"), "('a', 'b')"),
+    ],
+)
+def test_an_error_becomes_one_line_without_the_quotes_a_key_error_adds(exc: BaseException, line: str) -> None:
+    assert _one_line(exc) == line
+
+
+# ---------------------------------------------------------------------------- failure texts
+
+
+def test_one_failure_shows_its_message_its_minimal_case_and_what_the_check_saw() -> None:
+    assert _one_failure("decoded fields differ", CASE, EVIDENCE) == (
+        f"decoded fields differ\n\nminimal counterexample:\n{CASE_SHOWN}\n\nwhat the check saw:\n{EVIDENCE_SHOWN}"
+    )
+
+
+def test_a_failure_without_a_case_or_evidence_says_none_was_recorded() -> None:
+    assert _one_failure("boom", None, {}) == "boom\n\nminimal counterexample:\n(none recorded)"
+    assert _one_failure("boom", None, None) == "boom\n\nminimal counterexample:\n(none recorded)"
+    assert _one_failure("boom", {}, None) == "boom\n\nminimal counterexample:\n{}"
+
+
+def test_a_result_with_one_failure_shows_it_without_a_count() -> None:
+    result = _failed(Status.FAIL, Failure(Status.FAIL, "decoded fields differ", CASE, EVIDENCE))
+    assert _failures_text(result) == (
+        f"decoded fields differ\n\nminimal counterexample:\n{CASE_SHOWN}\n\nwhat the check saw:\n{EVIDENCE_SHOWN}"
+    )
+
+
+def test_a_result_without_failures_shows_its_own_message_and_case() -> None:
+    result = Result(WIRE_1, Status.FAIL, "decoded fields differ", CASE, EVIDENCE)
+    assert _failures_text(result) == (
+        f"decoded fields differ\n\nminimal counterexample:\n{CASE_SHOWN}\n\nwhat the check saw:\n{EVIDENCE_SHOWN}"
+    )
+
+
+def test_every_distinct_failure_is_shown_numbered_with_its_own_case() -> None:
+    other_case = {"method": "SendUserCascadeMessage", "raw_hex": ""}
+    result = _failed(
+        Status.FAIL,
+        Failure(Status.FAIL, "decoded fields differ", CASE, EVIDENCE),
+        Failure(Status.FAIL, "a valid client encoding was rejected", other_case, {}),
+    )
+    assert _failures_text(result) == (
+        "2 distinct failures:\n\n"
+        "--- failure 1 of 2 ---\ndecoded fields differ\n\nminimal counterexample:\n"
+        f"{CASE_SHOWN}\n\nwhat the check saw:\n{EVIDENCE_SHOWN}\n\n"
+        "--- failure 2 of 2 ---\na valid client encoding was rejected\n\nminimal counterexample:\n"
+        '{\n  "method": "SendUserCascadeMessage",\n  "raw_hex": ""\n}'
+    )
+
+
+# ---------------------------------------------------------------------------- verdicts
+
+
+def test_a_pass_passes_recording_the_invariant_and_verdict_after_other_plugins_properties(
+    item: InvariantItem,
+) -> None:
+    item.user_properties.append(("build", "42"))  # e.g. from another plugin's setup hook: kept
+    item._judge(Result(WIRE_1, Status.PASS), None)
+    assert item.user_properties == [("build", "42"), ("cascade_invariant", "WIRE-1"), ("cascade_verdict", "pass")]
+    assert item._report_sections == []
+
+
+def test_a_partial_pass_passes_with_a_report_section_and_the_message(item: InvariantItem) -> None:
+    message = "partial: drop counters not exposed by the target"
+    item._judge(Result(WIRE_1, Status.PARTIAL, message), None)
+    assert item.user_properties == [
+        ("cascade_invariant", "WIRE-1"),
+        ("cascade_verdict", "partial"),
+        ("cascade_message", message),
+    ]
+    assert item._report_sections == [("call", SECTION, f"WIRE-1 pass ({message})")]
+
+
+@pytest.mark.parametrize("status", [Status.PASS, Status.PARTIAL])
+def test_a_listed_known_failure_that_passes_fails_asking_to_remove_it(item: InvariantItem, status: Status) -> None:
+    message = "partial: x not exposed by the target" if status == Status.PARTIAL else ""
+    with pytest.raises(CascadeFailure) as raised:
+        item._judge(Result(WIRE_1, status, message), KNOWN)
+    assert str(raised.value) == (
+        "WIRE-1 is listed as a known failure (broken on purpose) but passes: remove it from the list"
+    )
+    assert ("cascade_verdict", status.value) in item.user_properties
+
+
+@pytest.mark.parametrize(
+    ("message", "reason"),
+    [
+        (
+            "not checkable on this target: it lacks ls.decode_request",
+            "not checkable on this target: it lacks ls.decode_request",
+        ),
+        ("", "not checkable on this target"),
+    ],
+)
+def test_not_checkable_is_a_skip_with_the_reason(item: InvariantItem, message: str, reason: str) -> None:
+    with pytest.raises(pytest.skip.Exception) as raised:
+        item._judge(Result(WIRE_1, Status.NOT_CHECKABLE, message), KNOWN)  # listed or not: not a verdict
+    assert raised.value.msg == reason
+    assert item.user_properties[:2] == [("cascade_invariant", "WIRE-1"), ("cascade_verdict", "not checkable")]
+    assert item._report_sections == []
+
+
+@pytest.mark.parametrize(
+    ("message", "reason"),
+    [
+        ("StartCascade: decoded fields differ\n  expected: {}\n  decoded: {}", "StartCascade: decoded fields differ"),
+        ("", ""),
+    ],
+)
+def test_a_listed_known_failure_that_fails_is_xfail_with_the_first_line(
+    item: InvariantItem, message: str, reason: str
+) -> None:
+    with pytest.raises(pytest.xfail.Exception) as raised:
+        item._judge(Result(WIRE_1, Status.FAIL, message), KNOWN)
+    assert raised.value.msg == f"known failure (broken on purpose): {reason}"
+
+
+def test_a_failure_fails_with_the_statement_and_every_distinct_failure(item: InvariantItem) -> None:
+    result = _failed(
+        Status.FAIL,
+        Failure(Status.FAIL, "decoded fields differ", CASE, EVIDENCE),
+        Failure(Status.FAIL, "rejected", None, {}),
+    )
+    with pytest.raises(CascadeFailure) as raised:
+        item._judge(result, None)
+    assert str(raised.value) == f"WIRE-1: {WIRE_1.statement}\n\n{_failures_text(result)}"
+    assert "2 distinct failures:" in str(raised.value)
+    assert item.user_properties == [
+        ("cascade_invariant", "WIRE-1"),
+        ("cascade_verdict", "fail"),
+        ("cascade_message", "decoded fields differ"),
+    ]
+
+
+ERRORED = (
+    "WIRE-1: the target errored (it crashed, hung or broke the protocol), so the invariant could not be judged\n\n"
+    "the target misbehaved: ls.decode_request raised RuntimeError\n\nminimal counterexample:\n(none recorded)"
+)
+
+
+@pytest.mark.parametrize(
+    ("known", "text"),
+    [
+        (None, ERRORED),
+        (
+            KNOWN,
+            ERRORED
+            + "\n\n(listed as a known failure (broken on purpose), but an error is not a verdict on the invariant)",
+        ),
+    ],
+)
+def test_an_error_fails_saying_the_target_errored_listed_or_not(
+    item: InvariantItem, known: KnownFailure | None, text: str
+) -> None:
+    result = _failed(
+        Status.ERROR, Failure(Status.ERROR, "the target misbehaved: ls.decode_request raised RuntimeError", None, {})
+    )
+    with pytest.raises(CascadeFailure) as raised:
+        item._judge(result, known)
+    assert str(raised.value) == text
+
+
+@pytest.mark.parametrize("status", [Status.KNOWN_FAILURE, Status.UNEXPECTED_PASS])
+def test_a_verdict_the_runner_never_gives_an_item_fails_naming_it(item: InvariantItem, status: Status) -> None:
+    with pytest.raises(CascadeFailure) as raised:
+        item._judge(Result(WIRE_1, status, "odd"), None)
+    assert str(raised.value) == f"WIRE-1: unexpected verdict {status.value!r}: odd"
+
+
+def test_the_item_is_marked_with_its_invariant_and_located_in_the_suite(item: InvariantItem) -> None:
+    marker = item.get_closest_marker("invariant")
+    assert marker is not None
+    assert marker.args == ("WIRE-1",)
+    assert item.reportinfo()[1:] == (None, "cascade-conformance::WIRE-1")
+    assert item.nodeid == "cascade-conformance::WIRE-1"
