@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import itertools
 import random
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from hypothesis import strategies as st
 
@@ -155,3 +157,13 @@ def tail(tokens: int) -> Message:
 def detailed(call_id: str, saved_tokens: int) -> ToolResult:
     """A result whose projection saves exactly ``saved_tokens`` (summary "abc" + "\\n" + content)."""
     return ToolResult(call_id, "abc", content=text_of(saved_tokens))
+
+
+def run_sql(db: Path, statement: str, *params: object) -> None:
+    """One statement on the session log's file behind its back, committed (another writer, a torn record)."""
+    conn = sqlite3.connect(db)
+    try:
+        with conn:
+            conn.execute(statement, params)
+    finally:
+        conn.close()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import stat
 import sys
@@ -20,6 +19,7 @@ from fakels.journal import read_jsonl
 from fakels.proto.exa.language_server_pb import language_server_pb2 as ls
 from fakels.proto.exa.language_server_pb import language_server_pb2_grpc as ls_grpc
 from fakels.standin import ports_file, write_standin
+from tests.engine.process_support import gone
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups and shebang scripts")
@@ -49,21 +49,9 @@ os.execv({str(standin)!r}, [{str(standin)!r}, *sys.argv[1:]])
     return _script(tmp_path / "wrapper", body), record
 
 
-def _gone(pid: int) -> bool:
-    """The pid names no process, or only a zombie left for init to reap."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return True
-
-
 def _wait_gone(pid: int, timeout_s: float = 10.0) -> bool:
     deadline = time.monotonic() + timeout_s
-    while not _gone(pid):
+    while not gone(pid):
         if time.monotonic() > deadline:
             return False
         time.sleep(0.02)
@@ -104,7 +92,7 @@ def test_the_stand_in_serves_grpc_on_the_address_with_the_generated_token(tmp_pa
         "<redacted: does not match, 13 characters>",
     ]
     assert lsp.returncode == 0  # the stand-in stops cleanly on SIGTERM
-    assert _gone(lsp.pid)
+    assert gone(lsp.pid)
 
 
 def test_a_given_token_extra_args_and_log_path_are_used(tmp_path: Path) -> None:
@@ -203,7 +191,7 @@ time.sleep(120)
     assert "within 1 s" in message
     assert f"code {-signal.SIGKILL}" in message
     assert "warming up, never listening" in message
-    assert _gone(int(pid_file.read_text()))
+    assert gone(int(pid_file.read_text()))
 
 
 def test_stop_kills_the_whole_process_group_and_escalates_to_sigkill(tmp_path: Path) -> None:
@@ -223,12 +211,12 @@ with FakeLSThread(port=args.server_port, csrf_token=args.csrf_token):
     lsp = LsProcess.start(binary)
     _heartbeat(lsp.address, lsp.csrf_token)
     grandchild = int(child_pid.read_text())
-    assert not _gone(grandchild)
+    assert not gone(grandchild)
     started = time.monotonic()
     assert lsp.stop(timeout_s=0.5) == -signal.SIGKILL
     assert time.monotonic() - started < 5
     assert lsp.returncode == -signal.SIGKILL
-    assert _gone(lsp.pid)
+    assert gone(lsp.pid)
     assert _wait_gone(grandchild)
 
 

@@ -31,6 +31,7 @@ from fakels.proto.exa.language_server_pb import language_server_pb2 as ls
 from fakels.proto.exa.language_server_pb import language_server_pb2_grpc as ls_grpc
 from fakels.server import FakeLSThread
 from fakels.standin import ports_file, write_standin
+from tests.engine.process_support import gone
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups and shell scripts")
 
@@ -68,18 +69,6 @@ def heartbeat(address: str, token: str) -> None:
             ls.HeartbeatRequest(), metadata=[(CSRF_HEADER, token)], timeout=10
         )
         assert isinstance(reply, ls.HeartbeatResponse)
-
-
-def gone(pid: int) -> bool:
-    """No such process, or only a zombie left for init."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return True
 
 
 def wait_until(predicate: object, timeout_s: float = 10.0) -> None:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from engine.session_items import History, Item, Message, ToolResult
 from engine.session_log import SCHEMA_VERSION, SessionLog, SessionLogError, default_log_path
-from tests.engine.session_support import items_strategy, png, sample_items
+from tests.engine.session_support import items_strategy, png, run_sql, sample_items
 
 
 def _records(db: Path, session_id: str = "s1") -> list[tuple[int, str, str]]:
@@ -22,15 +22,6 @@ def _records(db: Path, session_id: str = "s1") -> list[tuple[int, str, str]]:
         return list(
             conn.execute("SELECT seq, kind, body FROM records WHERE session_id = ? ORDER BY seq", (session_id,))
         )
-    finally:
-        conn.close()
-
-
-def _sql(db: Path, statement: str, *params: object) -> None:
-    conn = sqlite3.connect(db)
-    try:
-        with conn:
-            conn.execute(statement, params)
     finally:
         conn.close()
 
@@ -87,7 +78,7 @@ def test_a_batch_is_one_transaction_and_a_failed_write_changes_nothing(db: Path,
     history = History()
     log.attach("s1", history)
     history.commit(*sample_items()[:5])
-    _sql(db, "INSERT INTO records VALUES ('s1', 7, 'item', '{}')")  # another writer took seq 7
+    run_sql(db, "INSERT INTO records VALUES ('s1', 7, 'item', '{}')")  # another writer took seq 7
     with pytest.raises(RuntimeError, match="another writer"):
         history.commit(*sample_items()[5:8])
     assert [seq for seq, _, _ in _records(db)] == [1, 2, 3, 4, 5, 7]  # seq 6 of the batch rolled back with it
@@ -192,7 +183,7 @@ def test_a_corrupt_record_is_reported_at_its_position_with_the_records_before_it
     db: Path, statement: str, problem: str
 ) -> None:
     _five_records(db)
-    _sql(db, statement)
+    run_sql(db, statement)
     with pytest.raises(SessionLogError) as caught:
         _restore_elsewhere(db)
     error = caught.value
@@ -211,7 +202,7 @@ def test_bad_base64_in_an_image_record_is_corruption_not_a_lost_image(db: Path) 
         history.commit(*sample_items()[:6])  # seq 6 is the image-only result
     body = json.loads(_records(db)[5][2])
     body["attachments"][0]["payload"]["data"] = body["attachments"][0]["payload"]["data"][:-3]
-    _sql(db, "UPDATE records SET body = ? WHERE seq = 6", json.dumps(body))
+    run_sql(db, "UPDATE records SET body = ? WHERE seq = 6", json.dumps(body))
     with pytest.raises(SessionLogError, match=r"payload\.data: not standard padded base64") as caught:
         _restore_elsewhere(db)
     assert caught.value.position == 6
@@ -220,7 +211,7 @@ def test_bad_base64_in_an_image_record_is_corruption_not_a_lost_image(db: Path) 
 
 def test_nothing_is_appended_behind_a_corrupt_record(db: Path) -> None:
     _five_records(db)
-    _sql(db, "DELETE FROM records WHERE seq = 4")
+    run_sql(db, "DELETE FROM records WHERE seq = 4")
     with SessionLog(db) as log, pytest.raises(SessionLogError):
         log.attach("s1", History(sample_items()[:3]))
     assert [seq for seq, _, _ in _records(db)] == [1, 2, 3, 5]
@@ -228,7 +219,7 @@ def test_nothing_is_appended_behind_a_corrupt_record(db: Path) -> None:
 
 def test_another_applications_database_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "other.db"
-    _sql(path, "CREATE TABLE entries (id TEXT)")
+    run_sql(path, "CREATE TABLE entries (id TEXT)")
     with pytest.raises(ValueError, match="not a session log"):
         SessionLog(path)
 

@@ -12,16 +12,7 @@ import pytest
 
 from engine.session_items import History, Message, ToolResult
 from engine.session_log import SessionLog, SessionLogError
-from tests.engine.session_support import sample_items
-
-
-def _sql(db: Path, statement: str, *params: object) -> None:
-    conn = sqlite3.connect(db)
-    try:
-        with conn:
-            conn.execute(statement, params)
-    finally:
-        conn.close()
+from tests.engine.session_support import run_sql, sample_items
 
 
 def _bodies(db: Path) -> list[str]:
@@ -113,7 +104,7 @@ def test_a_missing_record_is_reported_with_its_position_and_what_came_before(db:
     history = History(sample_items()[:6], pruned=["call_a"])
     log.attach("s1", history)  # 6 item records, then the prune (seq 7)
     history.commit(Message("user", "seq 8"), Message("user", "seq 9"))
-    _sql(db, "DELETE FROM records WHERE seq = 8")
+    run_sql(db, "DELETE FROM records WHERE seq = 8")
     with pytest.raises(SessionLogError) as caught:
         log.restore("s1")
     assert str(caught.value) == "session 's1': record 8 is missing; 7 earlier record(s) recovered (6 items)"
@@ -135,7 +126,7 @@ def test_an_undecodable_record_is_reported_with_the_reason(
     db: Path, log: SessionLog, kind: str, body: str, problem: str
 ) -> None:
     log.attach("s1", History([Message("user", "a")]))
-    _sql(db, f"INSERT INTO records VALUES ('s1', 2, ?, {body})", kind)
+    run_sql(db, f"INSERT INTO records VALUES ('s1', 2, ?, {body})", kind)
     with pytest.raises(SessionLogError) as caught:
         log.restore("s1")
     assert str(caught.value) == f"session 's1': record 2 is corrupt: {problem}; 1 earlier record(s) recovered (1 items)"
