@@ -5,7 +5,6 @@ checked field for field as a user (or a CI server) reads them."""
 from __future__ import annotations
 
 import json
-import locale
 from collections.abc import Iterator
 from pathlib import Path
 from xml.etree import ElementTree as ET
@@ -16,6 +15,7 @@ from conformance.cases import read_case
 from conformance.catalogue import CATALOGUE
 from conformance.report import _clip, replay_command, save_failure_cases, summary_line, write_junit, write_markdown
 from conformance.runner import Failure, Result, Status
+from tests.conformance.case_files_support import ascii_process_locale
 
 TARGET = "python:engine.reference (embedded fakels)"
 
@@ -563,13 +563,8 @@ def test_writing_the_same_run_twice_gives_identical_reports(tmp_path: Path) -> N
 
 @pytest.fixture
 def ascii_locale() -> Iterator[None]:
-    """The process's text encoding is ASCII (a C locale without UTF-8 mode), as on some CI boxes."""
-    saved = locale.setlocale(locale.LC_CTYPE)
-    locale.setlocale(locale.LC_CTYPE, "C")
-    try:
+    with ascii_process_locale():
         yield
-    finally:
-        locale.setlocale(locale.LC_CTYPE, saved)
 
 
 @pytest.mark.usefixtures("ascii_locale")
