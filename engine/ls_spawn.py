@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -41,6 +41,8 @@ _PROBE_S: Final = 0.25  # one handshake attempt; a fresh channel each time avoid
 _POLL_S: Final = 0.02
 _CLEANUP_STOP_S: Final = 2.0  # stopping a child that failed to start
 _PORT_IN_USE: Final = re.compile(r"address already in use|EADDRINUSE|port in use|failed to bind", re.IGNORECASE)
+#: Every deadline here is read from this clock; tests swap it to pin the default deadlines without waiting them out.
+_clock: Callable[[], float] = time.monotonic
 
 
 class LsSpawnError(RuntimeError):
@@ -106,7 +108,7 @@ class LsProcess:
         """
         token = secrets.token_hex(16) if csrf_token is None else csrf_token
         executable = _executable(binary)
-        deadline = time.monotonic() + ready_timeout_s
+        deadline = _clock() + ready_timeout_s
         for attempt in (1, 2):
             process = cls._launch(executable, token, extra_args, log_path, append=attempt > 1)
             try:
@@ -198,7 +200,7 @@ class LsProcess:
         while True:
             if self.returncode is not None:
                 return "exited"
-            remaining = deadline - time.monotonic()
+            remaining = deadline - _clock()
             if remaining <= 0:
                 return "timeout"
             with grpc.insecure_channel(self.address) as channel:
@@ -237,8 +239,8 @@ class LsProcess:
                 self._proc.wait()
             return
         self._signal_group(signal.SIGTERM)
-        deadline = time.monotonic() + timeout_s
-        while self.returncode is None and time.monotonic() < deadline:
+        deadline = _clock() + timeout_s
+        while self.returncode is None and _clock() < deadline:
             time.sleep(_POLL_S)
         self._signal_group(signal.SIGKILL)  # the leader if it lingers, and any straggler either way
         self._proc.wait()

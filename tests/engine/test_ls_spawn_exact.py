@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import signal
-import stat
 import sys
 import tempfile
 import time
@@ -31,16 +30,9 @@ from fakels.proto.exa.language_server_pb import language_server_pb2 as ls
 from fakels.proto.exa.language_server_pb import language_server_pb2_grpc as ls_grpc
 from fakels.server import FakeLSThread
 from fakels.standin import ports_file, write_standin
-from tests.engine.process_support import gone
+from tests.engine.process_support import gone, sh_script
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups and shell scripts")
-
-
-def sh_script(path: Path, body: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"#!/bin/sh\n{body}", encoding="utf-8")
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    return path
 
 
 def recorder(directory: Path, then: str = "exit 3\n") -> Path:
