@@ -17,21 +17,11 @@ from conformance.operations import LEDGER_SCHEMA
 from engine.ledger import LATENCY_WINDOW, OTHER_MODEL, Ledger
 from engine.model_catalogue import ModelCatalogue, ModelInfo
 from engine.usage import GeneratorUsage
+from tests.engine.ledger_support import entry_usage
 
 MODEL = "claude-sonnet-4-6"
 PRICEY = "claude-opus-4-1"  # 4 credits a turn
 ACCOUNT = "acct-1"
-
-
-def _usage(input_tokens: int = 5, output_tokens: int = 3, cache_read: int = 0, cache_write: int = 0) -> GeneratorUsage:
-    return GeneratorUsage(
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        cache_read_tokens=cache_read,
-        cache_write_tokens=cache_write,
-        entry_count=1,
-        has_usage=True,
-    )
 
 
 def _ledger(**kwargs: Any) -> Ledger:
@@ -61,7 +51,7 @@ def _valid(document: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.invariant("ACC-1")
 def test_non_stream_the_hit_adds_no_tokens_no_credits_and_no_account_spend() -> None:
     ledger = _ledger()
-    _upstream_turn(ledger, MODEL, _usage(5, 3))
+    _upstream_turn(ledger, MODEL, entry_usage(5, 3))
     before = _valid(ledger.document())
     _replay(ledger, MODEL)
     after = _valid(ledger.document())
@@ -75,7 +65,7 @@ def test_non_stream_the_hit_adds_no_tokens_no_credits_and_no_account_spend() -> 
 @pytest.mark.invariant("ACC-1")
 def test_stream_the_replay_adds_no_tokens_no_credits_and_no_account_spend() -> None:
     ledger = _ledger()
-    _upstream_turn(ledger, MODEL, _usage(4, 2, cache_read=1, cache_write=1))
+    _upstream_turn(ledger, MODEL, entry_usage(4, 2, cache_read=1, cache_write=1))
     before = ledger.document()
     for _ in range(3):
         _replay(ledger, MODEL)
@@ -91,7 +81,7 @@ def test_stream_the_replay_adds_no_tokens_no_credits_and_no_account_spend() -> N
 @pytest.mark.invariant("ACC-3")
 def test_charges_the_credit_card_only_for_a_turn_that_ran_upstream() -> None:
     ledger = _ledger()
-    _upstream_turn(ledger, PRICEY, _usage())
+    _upstream_turn(ledger, PRICEY, entry_usage())
     _replay(ledger, PRICEY)
     document = _valid(ledger.document())
     assert document["credits"] == 4.0
@@ -226,15 +216,15 @@ def test_negative_caps_are_refused(kwargs: dict[str, int]) -> None:
 
 def test_token_usage_adds_the_four_categories() -> None:
     ledger = _ledger()
-    ledger.record_token_usage(_usage(10, 20, 30, 40))
-    ledger.record_token_usage(_usage(1, 2, 3, 4))
+    ledger.record_token_usage(entry_usage(10, 20, 30, 40))
+    ledger.record_token_usage(entry_usage(1, 2, 3, 4))
     assert ledger.document()["tokens"] == {"input": 11, "output": 22, "cache_read": 33, "cache_write": 44}
     stats = ledger.stats()
     assert stats["tokens"]["total"] == 110
     assert stats["requests_with_usage"] == 2
 
 
-@pytest.mark.parametrize("usage", [None, _usage(0, 0, 0, 0)])
+@pytest.mark.parametrize("usage", [None, entry_usage(0, 0, 0, 0)])
 def test_no_usage_is_a_no_op(usage: GeneratorUsage | None) -> None:
     ledger = _ledger()
     ledger.record_token_usage(usage)
@@ -246,15 +236,15 @@ def test_no_usage_is_a_no_op(usage: GeneratorUsage | None) -> None:
 
 def test_one_non_zero_category_is_usage() -> None:
     ledger = _ledger()
-    ledger.record_token_usage(_usage(0, 0, 0, 1))
+    ledger.record_token_usage(entry_usage(0, 0, 0, 1))
     assert ledger.stats()["requests_with_usage"] == 1
 
 
 def test_account_spend_is_all_four_categories_per_account() -> None:
     ledger = _ledger()
-    ledger.record_account_spend("a", _usage(1, 2, 3, 4))
-    ledger.record_account_spend("b", _usage(5, 0))
-    ledger.record_account_spend("a", _usage(0, 1))
+    ledger.record_account_spend("a", entry_usage(1, 2, 3, 4))
+    ledger.record_account_spend("b", entry_usage(5, 0))
+    ledger.record_account_spend("a", entry_usage(0, 1))
     assert ledger.document()["account_spend"] == {"a": 11, "b": 5}
 
 
@@ -275,7 +265,7 @@ def test_an_empty_ledger_is_a_valid_document() -> None:
 
 def test_documents_are_snapshots() -> None:
     ledger = _ledger()
-    ledger.record_account_spend(ACCOUNT, _usage())
+    ledger.record_account_spend(ACCOUNT, entry_usage())
     document = ledger.document()
     document["account_spend"][ACCOUNT] = 0
     document["tokens"]["input"] = 99
@@ -286,7 +276,7 @@ def test_documents_are_snapshots() -> None:
 @pytest.mark.invariant("ACC-3")
 def test_over_a_mix_of_hits_and_misses_the_ledger_is_the_sum_of_upstream_turns() -> None:
     ledger = _ledger()
-    upstream = [(MODEL, _usage(5, 3)), (PRICEY, _usage(7, 1, 2)), (MODEL, _usage(1, 1, 0, 9))]
+    upstream = [(MODEL, entry_usage(5, 3)), (PRICEY, entry_usage(7, 1, 2)), (MODEL, entry_usage(1, 1, 0, 9))]
     for model, usage in upstream:
         _upstream_turn(ledger, model, usage)
         _replay(ledger, model)
@@ -305,8 +295,8 @@ def test_concurrent_recording_loses_nothing() -> None:
     def work() -> None:
         for _ in range(500):
             ledger.record_request("m", True, 1.0, "a")
-            ledger.record_token_usage(_usage(1, 1))
-            ledger.record_account_spend("a", _usage(1, 1))
+            ledger.record_token_usage(entry_usage(1, 1))
+            ledger.record_account_spend("a", entry_usage(1, 1))
 
     threads = [threading.Thread(target=work) for _ in range(6)]
     for thread in threads:

@@ -7,7 +7,7 @@ import pytest
 
 from engine.ledger import OTHER_MODEL, Ledger
 from engine.model_catalogue import ModelCatalogue
-from engine.usage import GeneratorUsage
+from tests.engine.ledger_support import entry_usage
 
 MODEL = "claude-sonnet-4-6"
 PRICEY = "claude-opus-4-1"  # 4 credits a turn
@@ -15,17 +15,6 @@ PRICEY = "claude-opus-4-1"  # 4 credits a turn
 
 def _ledger(*, max_models: int = 500) -> Ledger:
     return Ledger(ModelCatalogue.default(), max_models=max_models, clock=lambda: 1_000.0)
-
-
-def _usage(input_tokens: int, output_tokens: int, cache_read: int, cache_write: int) -> GeneratorUsage:
-    return GeneratorUsage(
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        cache_read_tokens=cache_read,
-        cache_write_tokens=cache_write,
-        entry_count=1,
-        has_usage=True,
-    )
 
 
 def test_every_failure_is_counted() -> None:
@@ -72,8 +61,8 @@ def test_any_positive_duration_is_a_latency_sample() -> None:
 def test_the_metrics_view_of_a_turn_a_replay_and_a_failure() -> None:
     ledger = _ledger()
     ledger.record_request(PRICEY, True, 300.0, "acct")
-    ledger.record_token_usage(_usage(5, 3, 2, 1))
-    ledger.record_account_spend("acct", _usage(5, 3, 2, 1))
+    ledger.record_token_usage(entry_usage(5, 3, 2, 1))
+    ledger.record_account_spend("acct", entry_usage(5, 3, 2, 1))
     ledger.record_request(PRICEY, True, 0, None, cache_served=True)
     ledger.record_request(MODEL, False, 100.0, "acct")
     assert ledger.stats() == {
