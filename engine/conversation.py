@@ -168,6 +168,7 @@ class ConversationEngine:
                     generator_offset=result.generator_offset_next,
                     history_coverage=prompt.coverage,
                 ),
+                caller_key=options.caller_key,
             )
 
         return PendingTurn(TurnOutcome(result=result, build=prompt, resumed_from=entry), commit)

@@ -49,12 +49,16 @@ def test_a_turn_is_checked_in_under_its_after_fingerprint_with_the_turn_state() 
     entry = r.pool.peek(stored_fp(conversation, assistant(result.text)))
     assert entry is not None
     assert outcome.resumed_from is None
-    assert (entry.cascade_id, entry.session_id, entry.api_key, entry.ls_address) == (
+    assert (entry.cascade_id, entry.session_id, entry.api_key, entry.ls_address, entry.caller_key) == (
         result.cascade_id,
         result.session_id,
         "k",
         r.fake.address,
+        "caller-a",  # the pool's owner fence (engine.md: checkin(fp, entry, callerKey)): a stranger's checkout misses
     )
+    fp = stored_fp(conversation, assistant(result.text))
+    assert r.pool.checkout(fp, caller_key="caller-b") is None
+    assert r.pool.peek(fp) is entry, "a stranger's miss leaves the entry in place"
     assert result.session_id
     assert result.step_offset_next > 0
     assert (entry.step_offset, entry.generator_offset) == (result.step_offset_next, 1)
