@@ -1,0 +1,216 @@
+"""Shared pieces for the target-kind tests: small in-process implementations for ``python:`` specs,
+an in-process echo gateway (tests/support/echo_gateway.py's handler served in a thread), and an
+HTTP target whose wired LS is an in-process fake the test serves an engine gateway in front of."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from http.server import ThreadingHTTPServer
+from typing import Any
+
+from conformance.ls_handle import InProcessLs, LsHandle
+from conformance.targets._http import HttpOptions, HttpTarget
+from conformance.targets._http_store import DEFAULT_STORE_LIMITS
+from fakels.server import FakeLSThread
+from tests.support import echo_gateway
+
+
+class Decoder:
+    """Implements ``ls.decode_request`` only, answering what it is told."""
+
+    def __init__(self, answer: Any = None, caps: Any = None) -> None:
+        self.answer = answer if answer is not None else {"rejected": "no"}
+        self.caps = caps
+        self.calls: list[dict[str, Any]] = []
+        self.closed = 0
+
+    def ls_decode_request(self, method: str, raw_b64: str) -> Any:
+        self.calls.append({"method": method, "raw_b64": raw_b64})
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+class DecoderWithCaps(Decoder):
+    def capabilities(self, op: str) -> Any:
+        return self.caps
+
+
+def decoder() -> Decoder:
+    return Decoder({"fields": {"a": 1}, "unknown": []})
+
+
+def decoder_declaring_methods() -> DecoderWithCaps:
+    return DecoderWithCaps({"rejected": "no"}, caps={"methods": ["Heartbeat"]})
+
+
+def decoder_with_bad_capabilities_attribute() -> Any:
+    target = Decoder()
+    target.capabilities = {"methods": []}  # type: ignore[attr-defined]
+    return target
+
+
+def decoder_declaring_nothing() -> DecoderWithCaps:
+    return DecoderWithCaps(caps=None)
+
+
+NOT_A_FACTORY = 3
+
+
+RESPONSES: dict[str, Any] = {
+    "no-id": {"object": "response", "id": 3},
+    "mixed": {"id": "r1", "output": [{"type": "reasoning"}, "junk", {"type": "message", "content": []}]},
+    "no-output": {"id": "r2", "output": None},
+}
+
+
+class Handler(echo_gateway.Handler):
+    """The echo gateway, plus answers the HTTP target must cope with; every request is logged."""
+
+    requests: list[tuple[str, str, str]] = []
+    slow_models_s = 0.0
+    close_each = False
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.requests.append(("GET", self.path, self._key()))
+        if self.path == "/v1/models" and self.slow_models_s:
+            time.sleep(self.slow_models_s)
+        if self.path.startswith("/v1/responses/"):
+            self._stored(self.path.removeprefix("/v1/responses/"))
+        elif self.path == "/text":
+            self._send(200, b"not json", "text/plain")
+        elif self.path == "/longtext":
+            self._send(200, b"y" * 400, "text/plain")
+        elif self.path == "/slow":
+            time.sleep(5)
+            self._send(200, b"{}", "application/json")
+        else:
+            super().do_GET()
+        self.close_connection = self.close_connection or self.close_each
+
+    def do_DELETE(self) -> None:
+        self.requests.append(("DELETE", self.path, self._key()))
+        status = {"/v1/responses/gone": 404, "/v1/responses/broken": 500}.get(self.path, 200)
+        self._send(status, b"{}" if status == 200 else b"nope", "application/json")
+
+    def _stored(self, rest: str) -> None:
+        """A canned Responses store: ``paged`` (two pages, no ``last_id``), ``gone`` (its answer 404),
+        ``lastid`` (its ``last_id`` is not the last item's id), ``nolist`` / ``longlist`` / ``notdict`` /
+        ``broken`` (input items outside the API)."""
+        pages = {
+            "paged/input_items?limit=100&order=asc": (200, {"data": [{"id": "a", "n": 1}], "has_more": True}),
+            "paged/input_items?limit=100&order=asc&after=a": (200, {"data": [{"id": "b", "n": 2}], "has_more": False}),
+            "paged": (200, {"output": [{"type": "message", "content": [{"text": "paged answer"}]}]}),
+            "lastid/input_items?limit=100&order=asc": (200, {"data": [{"id": "a"}], "has_more": True, "last_id": "z"}),
+            "lastid/input_items?limit=100&order=asc&after=z": (200, {"data": [{"id": "b"}], "has_more": False}),
+            "lastid": (200, {"output": []}),
+            "gone/input_items?limit=100&order=asc": (200, {"data": [], "has_more": True}),
+            "longlist/input_items?limit=100&order=asc": (200, {"data": "x" * 400}),
+            "gone": (404, {"error": {}}),
+            "nolist/input_items?limit=100&order=asc": (200, {"data": "x"}),
+            "notdict/input_items?limit=100&order=asc": (200, [1]),
+        }
+        status, document = pages.get(rest, (500, "kaput"))
+        self._json(status, document)
+
+    def do_POST(self) -> None:
+        self.requests.append(("POST", self.path, self._key()))
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        if self.path == "/v1/responses":
+            self._json(200, RESPONSES.get(body["input"][0]["content"], {}))
+        elif body.get("model") == "json-for-stream":
+            self._json(200, echo_gateway.COMPLETION)
+        elif body.get("model") == "slow-stream":
+            self._heartbeats()
+        elif body.get("model") == "broken-stream":
+            self._broken()
+        elif body.get("model") == "upper-stream":
+            self._send(200, b"data: x\n\n", "Text/Event-Stream; charset=utf-8")
+        else:
+            self.rfile = io.BytesIO(json.dumps(body).encode())
+            self.headers.replace_header("Content-Length", str(len(self.rfile.getvalue())))
+            super().do_POST()
+
+    def _heartbeats(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        for _ in range(12):
+            self.wfile.write(b": ping\n\n")
+            self.wfile.flush()
+            time.sleep(0.05)
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.close_connection = True
+
+    def _broken(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", "1000")
+        self.end_headers()
+        self.wfile.write(b"data: x\n\n")
+        self.wfile.flush()
+        self.close_connection = True
+
+
+@contextmanager
+def echo_server(
+    slow_models_s: float = 0.0, close_each: bool = False
+) -> Iterator[tuple[str, list[tuple[str, str, str]]]]:
+    """The echo gateway's handler on a loopback port in this process; yields its root URL and the
+    log of requests it received (method, path, bearer key). ``close_each``: no keep-alive."""
+    attributes = {"requests": [], "slow_models_s": slow_models_s, "close_each": close_each}
+    handler: type[Handler] = type("LoggedHandler", (Handler,), attributes)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", handler.requests
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class RecordingLs(InProcessLs):
+    """An in-process fake that also remembers the scenario documents the kit loaded into it."""
+
+    def __init__(self, fake: FakeLSThread, csrf_token: str) -> None:
+        super().__init__(fake, csrf_token)
+        self.loaded: list[dict[str, Any]] = []
+        self.resets = 0
+
+    def load_scenario(self, document: dict[str, Any]) -> None:
+        super().load_scenario(document)
+        self.loaded.append(document)
+
+    def reset(self) -> None:
+        super().reset()
+        self.resets += 1
+
+
+class PrewiredHttpTarget(HttpTarget):
+    """An HTTP target for a gateway served in this process in front of ``ls`` (a fake the test
+    started): what a launched, dial-wired gateway offers, without a child process."""
+
+    def __init__(self, url: str, options: HttpOptions, ls: LsHandle) -> None:
+        self._wired = ls
+        super().__init__(url, options)
+        self._ops |= {"engine.build_send_request", "store.open", "store.put", "store.get", "store.delete"}
+        limits: Mapping[str, int] = options.store_limits or DEFAULT_STORE_LIMITS
+        self._caps["store.open"] = {"fixed_limits": dict(limits), "shapes": ["responses"]}
+
+    def wired_ls(self) -> LsHandle | None:
+        return self._wired

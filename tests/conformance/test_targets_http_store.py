@@ -1,0 +1,122 @@
+"""The HTTP target's store operations against a Responses API that answers outside the usual path
+(the echo gateway's canned store, in this process): paging without ``last_id``, answers that are
+gone, and bodies outside the API."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from conformance.targets import HttpOptions, HttpTarget, TargetError
+from conformance.targets._http_store import HttpStore
+from fakels.server import FakeLSThread
+from tests.conformance.targets_support import RecordingLs, echo_server
+
+LIMITS = {"max_messages": 400, "max_entry_bytes": 32 * 1024 * 1024}
+Log = list[tuple[str, str, str]]
+
+
+@pytest.fixture(scope="module")
+def echo() -> Iterator[tuple[str, Log]]:
+    with echo_server() as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeLSThread]:
+    with FakeLSThread(csrf_token="store-csrf") as server:
+        yield server
+
+
+@pytest.fixture
+def ls(fake: FakeLSThread) -> RecordingLs:
+    return RecordingLs(fake, "store-csrf")
+
+
+@pytest.fixture
+def store(echo: tuple[str, Log], ls: RecordingLs) -> Iterator[HttpStore]:
+    target = HttpTarget(echo[0], HttpOptions(api_keys=("k1", "k2")))
+    yield HttpStore(
+        target._send,
+        api_keys=["k1", "k2"],
+        model="m",
+        limits=LIMITS,
+        ls=lambda: ls,
+        describe=lambda what: f"the gateway: {what}",
+    )
+    target.close()
+
+
+def test_input_items_are_paged_after_the_last_items_id(store: HttpStore, echo: tuple[str, Log]) -> None:
+    echo[1].clear()
+    assert store.get("paged", 1) == {"messages": [{"id": "a", "n": 1}, {"id": "b", "n": 2}], "answer": "paged answer"}
+    assert echo[1] == [
+        ("GET", "/v1/responses/paged/input_items?limit=100&order=asc", "k2"),
+        ("GET", "/v1/responses/paged/input_items?limit=100&order=asc&after=a", "k2"),
+        ("GET", "/v1/responses/paged", "k2"),
+    ]
+
+
+def test_input_items_are_paged_after_the_listings_last_id(store: HttpStore) -> None:
+    assert store.get("lastid", 0) == {"messages": [{"id": "a"}, {"id": "b"}], "answer": None}
+
+
+def test_an_entry_whose_answer_is_gone_is_not_found(store: HttpStore, echo: tuple[str, Log]) -> None:
+    echo[1].clear()
+    assert store.get("gone", 0) == {"not_found": True}
+    assert [path for _, path, _ in echo[1]] == [
+        "/v1/responses/gone/input_items?limit=100&order=asc",
+        "/v1/responses/gone",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ("nolist", 'the gateway: input_items of nolist carry no data list: {"data": "x"}'),
+        ("notdict", "the gateway: GET /v1/responses/notdict/input_items answered 200: [1]"),
+        ("longlist", "the gateway: input_items of longlist carry no data list: " + ('{"data": "' + "x" * 400)[:300]),
+        ("broken", 'the gateway: GET /v1/responses/broken/input_items answered 500: "kaput"'),
+    ],
+)
+def test_input_items_outside_the_api_are_errors(store: HttpStore, entry: str, message: str) -> None:
+    with pytest.raises(TargetError) as info:
+        store.get(entry, 0)
+    assert str(info.value) == message
+
+
+def test_deletes_answer_by_status(store: HttpStore, echo: tuple[str, Log]) -> None:
+    echo[1].clear()
+    assert store.delete("fine", 0) == {"deleted": True}
+    assert store.delete("gone", 1) == {"deleted": False}
+    with pytest.raises(TargetError) as info:
+        store.delete("broken", 0)
+    assert str(info.value) == "the gateway: DELETE /v1/responses/broken answered 500: nope"
+    assert echo[1] == [
+        ("DELETE", "/v1/responses/fine", "k1"),
+        ("DELETE", "/v1/responses/gone", "k2"),
+        ("DELETE", "/v1/responses/broken", "k1"),
+    ]
+
+
+def test_a_put_plays_the_answer_and_keeps_the_output_items_but_reasoning(
+    store: HttpStore, ls: RecordingLs, echo: tuple[str, Log]
+) -> None:
+    echo[1].clear()
+    answer: dict[str, Any] = {"tool_call": {"name": "f", "arguments": "{}"}}
+    put = store.put([{"role": "user", "content": "mixed"}], 0, answer)
+    assert put == {"id": "r1", "appended": [{"type": "message", "content": []}]}
+    call = {"id": "call_store_answer", "name": "f", "arguments_json": "{}"}
+    assert ls.loaded == [{"turns": [{"chunks": [{"tool_call": call}]}]}]
+    assert ls.resets == 1
+    assert store.put([{"role": "user", "content": "no-output"}], 1, {"text": "t"}) == {"id": "r2", "appended": []}
+    assert ls.loaded[1] == {"turns": [{"chunks": [{"text": "t"}]}]}
+    assert echo[1] == [("POST", "/v1/responses", "k1"), ("POST", "/v1/responses", "k2")]
+
+
+def test_a_put_answered_without_an_id_is_an_error(store: HttpStore) -> None:
+    with pytest.raises(TargetError) as info:
+        store.put([{"role": "user", "content": "no-id"}], 0, {"text": "t"})
+    assert str(info.value) == 'the gateway: POST /v1/responses answered 200: {"object": "response", "id": 3}'
