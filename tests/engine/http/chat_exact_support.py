@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import httpx2
+import pytest
 from starlette.testclient import TestClient
 
 from engine.http.app import HttpSettings
@@ -49,6 +50,21 @@ def gateway_client(
             yield gateway, client
     finally:
         gateway.close()
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeLSThread]:
+    """One fake LS per test module (imported as a fixture by the test modules that use it)."""
+    with FakeLSThread(csrf_token=CSRF) as server:
+        yield server
+
+
+@pytest.fixture
+def gw(fake: FakeLSThread) -> Iterator[tuple[Gateway, TestClient]]:
+    """A fresh gateway (default keys and settings) on the module's fake LS, its journal cleared."""
+    fake.journal.clear()
+    with gateway_client(fake) as pair:
+        yield pair
 
 
 def headers(key: str | None = KEY_A, **extra: str) -> dict[str, str]:

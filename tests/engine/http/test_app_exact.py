@@ -18,9 +18,9 @@ from starlette.testclient import TestClient
 from engine.http.app import caller_id_for_key
 from engine.http.gateway import Gateway
 from fakels.server import FakeLSThread
+from tests.engine.http import chat_exact_support
 from tests.engine.http.chat_exact_support import (
     CHAT,
-    CSRF,
     KEY_A,
     KEY_B,
     MODEL,
@@ -33,6 +33,10 @@ from tests.engine.http.chat_exact_support import (
     sse_payloads,
     user,
 )
+
+# The shared fixtures: one fake LS per module, a fresh gateway per test.
+fake = chat_exact_support.fake
+gw = chat_exact_support.gw
 
 MISSING = "missing API key: send Authorization: Bearer <key>"
 USAGE = {"input_tokens": 11, "output_tokens": 4, "cache_read_tokens": 3}
@@ -56,19 +60,6 @@ UPSTREAM = {
 
 def _error(message: str, code: str | None, type: str = "invalid_request_error") -> dict[str, Any]:
     return {"error": {"message": message, "type": type, "param": None, "code": code}}
-
-
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeLSThread]:
-    with FakeLSThread(csrf_token=CSRF) as server:
-        yield server
-
-
-@pytest.fixture
-def gw(fake: FakeLSThread) -> Iterator[tuple[Gateway, TestClient]]:
-    fake.journal.clear()
-    with gateway_client(fake) as pair:
-        yield pair
 
 
 @pytest.fixture
@@ -145,11 +136,12 @@ def test_keys_standing_for_one_identity_share_its_cache(fake: FakeLSThread) -> N
 def test_without_keys_everyone_is_anonymous_and_never_served_from_cache(fake: FakeLSThread) -> None:
     fake.journal.clear()
     play(fake, {"chunks": [{"text": "one"}]}, {"chunks": [{"text": "two"}]})
-    with gateway_client(fake, api_keys={}) as (_, client):
+    with gateway_client(fake, api_keys={}) as (gateway, client):
         body = {"model": MODEL, "messages": user("anonymous")}
         answers = [chat(client, body, key=key).json()["choices"][0]["message"]["content"] for key in (None, "anything")]
         assert client.get("/v1/models").status_code == 200
     assert answers == ["one", "two"]
+    assert (gateway.cache.stats()["misses"], gateway.cache.stats()["sets"]) == (0, 0)  # the cache is not even asked
 
 
 # ---------------------------------------------------------------- cross-origin guard, body, JSON
@@ -196,7 +188,9 @@ def test_no_turn_from_a_web_page(
     assert sends(fake) == []
 
 
-@pytest.mark.parametrize("content_type", ["application/json; charset=utf-8", " Application/JSON "])
+@pytest.mark.parametrize(
+    "content_type", ["application/json; charset=utf-8", "application/json; charset=utf-8; v=1", " Application/JSON "]
+)
 def test_json_with_parameters_or_any_case_is_json(client: TestClient, content_type: str) -> None:
     payload = json.dumps({"model": MODEL, "messages": user(f"typed {content_type}")}).encode()
     response = client.post(CHAT, content=payload, headers={**headers(), "Content-Type": content_type})
@@ -219,6 +213,30 @@ def test_the_body_limit_is_exact(fake: FakeLSThread, size: int, status: int, chu
     assert response.status_code == status
     if status == 413:
         assert response.json() == _error("request body over 200 bytes", "request_too_large")
+
+
+def test_a_body_arriving_in_pieces_is_limited_by_its_total_size(fake: FakeLSThread) -> None:
+    """Each piece is under the limit, the whole is over it (the ASGI app is called directly, so the pieces
+    arrive as separate http.request messages)."""
+    body = _padded(201, "pieces")
+    pieces = [body[:120], body[120:]]
+    sent: list[MutableMapping[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        piece = pieces.pop(0)
+        return {"type": "http.request", "body": piece, "more_body": bool(pieces)}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message)
+
+    raw_headers = [(name.lower().encode(), value.encode()) for name, value in headers().items()]
+    scope = {"type": "http", "method": "POST", "path": CHAT, "headers": raw_headers, "query_string": b""}
+    with gateway_client(fake, max_body_bytes=200) as (gateway, _):
+        asyncio.run(gateway.app(scope, receive, send))
+    assert sent[0]["status"] == 413
+    assert json.loads(b"".join(m.get("body", b"") for m in sent[1:])) == _error(
+        "request body over 200 bytes", "request_too_large"
+    )
 
 
 @pytest.mark.parametrize(("declared", "status"), [("200", 200), ("201", 413)])

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -18,8 +17,8 @@ from engine.http.gateway import Gateway
 from engine.response_cache import CachedAnswer
 from fakels.journal import JournalEntry
 from fakels.server import FakeLSThread
+from tests.engine.http import chat_exact_support
 from tests.engine.http.chat_exact_support import (
-    CSRF,
     KEY_A,
     KEY_B,
     MODEL,
@@ -31,6 +30,10 @@ from tests.engine.http.chat_exact_support import (
     sse_payloads,
     user,
 )
+
+# The shared fixtures: one fake LS per module, a fresh gateway per test.
+fake = chat_exact_support.fake
+gw = chat_exact_support.gw
 
 USAGE = {"input_tokens": 11, "output_tokens": 4, "cache_read_tokens": 3}
 TOKENS = {"input": 11, "output": 4, "cache_read": 3, "cache_write": 0}
@@ -47,19 +50,6 @@ VIOLATION = {
         "code": "STRUCTURED_OUTPUT_NOT_CONFORMING",
     }
 }
-
-
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeLSThread]:
-    with FakeLSThread(csrf_token=CSRF) as server:
-        yield server
-
-
-@pytest.fixture
-def gw(fake: FakeLSThread) -> Iterator[tuple[Gateway, TestClient]]:
-    fake.journal.clear()
-    with gateway_client(fake) as pair:
-        yield pair
 
 
 def _content(response: Any) -> Any:
@@ -92,6 +82,7 @@ def test_a_cache_hit_replays_the_answer_and_adds_no_tokens(fake: FakeLSThread, g
     document = gateway.ledger.document()
     assert (document["tokens"], document["served"], document["cache_served"]) == (TOKENS, 2, 1)
     assert _rows(gateway) == [(True, False), (True, True)]
+    assert [row["model"] for row in document["rows"]] == [MODEL, MODEL]
     assert list(document["account_spend"]) == ["upstream-account-1"]
     stats = gateway.ledger.stats()
     assert stats["accounts"] == {"upstream-account-1": {"requests": 2, "success": 2, "errors": 0, "cache_served": 1}}
@@ -99,6 +90,14 @@ def test_a_cache_hit_replays_the_answer_and_adds_no_tokens(fake: FakeLSThread, g
     kept = CachedAnswer(text="cached", thinking="plan", usage=first["usage"], finish_reason="stop", model=MODEL)
     assert gateway.cache.stats()["bytes"] == kept.size()
     assert gateway.cache.stats()["entries"] == 1
+
+
+def test_a_cached_answer_is_the_whole_text_of_its_chunks(fake: FakeLSThread, gw: tuple[Gateway, TestClient]) -> None:
+    play(fake, {"chunks": [{"text": "first "}, {"text": "second"}]})
+    body = {"model": MODEL, "messages": user("two chunks")}
+    answers = [_content(chat(gw[1], body))["content"] for _ in range(2)]
+    assert answers == ["first second", "first second"]
+    assert len(sends(fake)) == 1
 
 
 def test_tool_call_ids_differ_between_turns(fake: FakeLSThread, gw: tuple[Gateway, TestClient]) -> None:
@@ -203,6 +202,8 @@ def test_a_session_log_that_fails_is_a_500_and_a_failed_row(fake: FakeLSThread, 
     )
     assert sends(fake) == []
     assert _rows(gateway) == [(False, False)]
+    assert [row["model"] for row in gateway.ledger.document()["rows"]] == [MODEL]
+    assert list(gateway.ledger.stats()["accounts"]) == ["upstream-account-1"]
 
 
 def test_an_upstream_failure_records_a_failed_row_and_no_tokens(
@@ -214,6 +215,8 @@ def test_an_upstream_failure_records_a_failed_row_and_no_tokens(
     document = gateway.ledger.document()
     assert (document["tokens"], document["served"], document["account_spend"]) == (NO_TOKENS, 0, {})
     assert _rows(gateway) == [(False, False)]
+    assert [row["model"] for row in gateway.ledger.document()["rows"]] == [MODEL]
+    assert list(gateway.ledger.stats()["accounts"]) == ["upstream-account-1"]
 
 
 # ---------------------------------------------------------------- structured output
@@ -229,6 +232,8 @@ def test_a_violating_answer_is_a_502_its_usage_recorded_and_nothing_cached(
     assert (response.status_code, response.json()) == (502, VIOLATION)
     assert gateway.ledger.document()["tokens"] == TOKENS
     assert _rows(gateway) == [(False, False)]
+    assert [row["model"] for row in gateway.ledger.document()["rows"]] == [MODEL]
+    assert list(gateway.ledger.stats()["accounts"]) == ["upstream-account-1"]
     assert _content(chat(client, body))["content"] == '{"answer":1}'
     assert len(sends(fake)) == 2
 
@@ -294,6 +299,42 @@ def test_native_mode_sends_no_tool_preamble(fake: FakeLSThread) -> None:
     with gateway_client(fake, native_mode=True) as (_, client):
         chat(client, {"model": MODEL, "messages": user("native"), "tools": TOOLS})
     assert "You can call the following functions." not in _instructions(sends(fake)[0])
+    request = sends(fake)[0].request
+    assert request is not None
+    planner = request["cascade_config"]["planner_config"]
+    assert "tool_calling_section" not in planner["conversational"]  # the default planner, with its own tools
+    assert "run_command" in planner["tool_config"]
+
+
+def test_the_language_servers_own_tool_steps_are_not_the_clients_tool_calls(
+    fake: FakeLSThread, gw: tuple[Gateway, TestClient]
+) -> None:
+    play(fake, {"chunks": [{"text": "looked"}, {"native": {"kind": "view_file"}}]})
+    response = chat(gw[1], {"model": MODEL, "messages": user("native step"), "tools": TOOLS}).json()
+    assert response["choices"][0]["message"] == {"role": "assistant", "content": "looked"}
+    assert response["choices"][0]["finish_reason"] == "stop"
+
+
+def test_the_tool_preamble_carries_the_requested_tool_choice(
+    fake: FakeLSThread, gw: tuple[Gateway, TestClient]
+) -> None:
+    play(fake, {"chunks": [{"text": "ok"}]})
+    chat(gw[1], {"model": MODEL, "messages": user("choose"), "tools": TOOLS, "tool_choice": "required"})
+    assert "In this reply you must call at least one function." in _instructions(sends(fake)[0])
+
+
+def test_in_native_mode_a_conversation_resumes_whatever_tools_are_offered(fake: FakeLSThread) -> None:
+    """Tools are only fingerprinted when they are emulated by a preamble (engine.fingerprint)."""
+    fake.journal.clear()
+    play(fake, {"chunks": [{"text": "one"}]}, {"chunks": [{"text": "two"}]})
+    first = user("native resume")
+    follow = [*first, {"role": "assistant", "content": "one"}, {"role": "user", "content": "next"}]
+    with gateway_client(fake, native_mode=True) as (_, client):
+        chat(client, {"model": MODEL, "messages": first, "tools": TOOLS})
+        chat(client, {"model": MODEL, "messages": follow, "tools": [*TOOLS, OTHER_TOOL], "tool_choice": "none"})
+    cascades = [entry.request["cascade_id"] for entry in sends(fake) if entry.request is not None]
+    assert len(cascades) == 2
+    assert cascades[0] == cascades[1]
 
 
 def test_a_proposed_call_without_arguments_has_an_empty_object(
@@ -357,6 +398,8 @@ def test_an_aborted_turn_reports_no_finish_or_usage_and_is_not_cached(
     assert [e.kind for e in events] == ["role"]  # the turn stopped at once: no content, finish or usage
     assert gateway.ledger.document()["tokens"] == NO_TOKENS
     assert _rows(gateway) == [(False, False)]
+    assert [row["model"] for row in gateway.ledger.document()["rows"]] == [MODEL]
+    assert list(gateway.ledger.stats()["accounts"]) == ["upstream-account-1"]
     assert _content(chat(client, {"model": MODEL, "messages": user("abort")}))["content"] == "again"
 
 
@@ -412,6 +455,8 @@ def test_a_failed_session_commit_records_its_latency(gw: tuple[Gateway, TestClie
     assert gateway.ledger.stats()["latency_ms"] == {"samples": 1, "avg": 250.0, "max": 250.0}
 
 
+PING_TOOL = {"type": "function", "function": {"name": "ping"}}  # no parameters
+EMPTY_OBJECT = {"type": "object", "properties": {}}  # what the preamble shows for no parameters
 OTHER_TOOL = {"type": "function", "function": {"name": "other", "parameters": {"type": "object"}}}
 
 
@@ -422,8 +467,9 @@ OTHER_TOOL = {"type": "function", "function": {"name": "other", "parameters": {"
         (KEY_B, {}, False),
         (KEY_A, {"tools": [*TOOLS, OTHER_TOOL]}, False),
         (KEY_A, {"tool_choice": "required"}, False),
+        (KEY_A, {"tool_choice": "auto"}, False),  # the same preamble, but tool_choice is fingerprinted as sent
     ],
-    ids=["same-caller", "other-caller", "other-tools", "other-tool-choice"],
+    ids=["same-caller", "other-caller", "other-tools", "other-tool-choice", "explicit-auto"],
 )
 def test_a_conversation_resumes_only_for_its_caller_tools_and_tool_choice(
     fake: FakeLSThread, gw: tuple[Gateway, TestClient], key: str, changes: dict[str, Any], resumed: bool
@@ -436,6 +482,29 @@ def test_a_conversation_resumes_only_for_its_caller_tools_and_tool_choice(
     cascades = [entry.request["cascade_id"] for entry in sends(fake) if entry.request is not None]
     assert len(cascades) == 2
     assert (cascades[0] == cascades[1]) is resumed
+
+
+@pytest.mark.parametrize(
+    ("sent", "echoed"),
+    [
+        ([*TOOLS, OTHER_TOOL], [OTHER_TOOL, *TOOLS]),  # the preamble lists them in the order sent
+        ([PING_TOOL], [{"type": "function", "function": {"name": "ping", "parameters": EMPTY_OBJECT}}]),
+    ],
+    ids=["reordered", "parameters-spelled-out"],
+)
+def test_a_conversation_does_not_resume_when_its_tools_are_reordered_or_respelled(
+    fake: FakeLSThread, gw: tuple[Gateway, TestClient], sent: list[Any], echoed: list[Any]
+) -> None:
+    """The emulated tool context is fingerprinted both as the tool list and as the preamble it yields: a reorder
+    changes the preamble, parameters spelled out as the preamble's default change the list."""
+    play(fake, {"chunks": [{"text": "one"}]}, {"chunks": [{"text": "two"}]})
+    first = user(f"tools as sent {len(sent)}")
+    chat(gw[1], {"model": MODEL, "messages": first, "tools": sent})
+    follow = [*first, {"role": "assistant", "content": "one"}, {"role": "user", "content": "next"}]
+    chat(gw[1], {"model": MODEL, "messages": follow, "tools": echoed})
+    cascades = [entry.request["cascade_id"] for entry in sends(fake) if entry.request is not None]
+    assert len(cascades) == 2
+    assert cascades[0] != cascades[1]
 
 
 def _tool_conversation(first: str, result: str) -> list[dict[str, Any]]:

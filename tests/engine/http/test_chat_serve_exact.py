@@ -4,11 +4,14 @@ Gateway's wiring of its configuration, exactly."""
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import re
 import signal
 import socket
 import stat
+import statistics
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -79,9 +82,27 @@ class Driven:
     keyless_status: int = 0
     session_status: int = 0
     response_store: dict[str, object] = field(default_factory=dict)
+    turn_s: float = 0.0  # how long the first chat turn took
+    kept_alive_s: float = 1.0  # the median time of an answer on a kept-alive connection
 
 
 TOOLS = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
+
+
+def _timed(client: httpx.Client, url: str) -> float:
+    started = time.perf_counter()
+    client.get(url).raise_for_status()
+    return time.perf_counter() - started
+
+
+def _wait_until_serving(url: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(url + "/healthz", timeout=1)
+            return
+        except httpx.TransportError:
+            time.sleep(0.01)
 
 
 def _serve_until_sigterm(
@@ -96,19 +117,17 @@ def _serve_until_sigterm(
     driven = Driven()
 
     def drive() -> None:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                httpx.get(url + "/healthz", timeout=1)
-                break
-            except httpx.TransportError:
-                time.sleep(0.01)
+        _wait_until_serving(url)
         if fake is not None and turn is not None:
             play(fake, turn)
         body = {"model": MODEL, "messages": user("serve"), "tools": TOOLS}
         try:
             driven.keyless_status = httpx.get(url + "/v1/models").status_code
+            with httpx.Client() as kept_alive:
+                driven.kept_alive_s = statistics.median(_timed(kept_alive, url + "/healthz") for _ in range(9))
+            started = time.monotonic()
             answer = httpx.post(url + "/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {KEY_A}"})
+            driven.turn_s = time.monotonic() - started
             driven.answers.append(answer.json()["choices"][0]["message"]["content"])
             call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
             history = [
@@ -168,6 +187,10 @@ def test_serve_answers_until_sigterm_then_stops_cleanly(
     )
     driven = _serve_until_sigterm(options, {"chunks": [{"text": "served"}]}, fake)
     assert (driven.answers, driven.keyless_status) == (["served"], 401)  # the HTTP settings' keys are in force
+    # polled every 2 ms as configured: at the default 0.5 s, two quiet intervals alone take 1 s
+    assert driven.turn_s < 0.9
+    # An IPPROTO_TCP socket, so asyncio sets TCP_NODELAY: no answer waits ~40 ms for a delayed ACK (Nagle).
+    assert driven.kept_alive_s < 0.02
     assert (driven.session_status, log.exists()) == (200, True)
     assert driven.response_store["maxBytes"] == 4_000_000
     assert capsys.readouterr().out == f"cascade-engine: {url} ls={fake.address}\ncascade-engine: stopped (SIGTERM)\n"
@@ -178,6 +201,79 @@ def test_serve_answers_until_sigterm_then_stops_cleanly(
     assert request is not None
     conversational = request["cascade_config"]["planner_config"]["conversational"]
     assert "additional_instructions_section" not in conversational  # native mode: no tool preamble
+
+
+def test_a_stream_still_open_at_sigterm_is_cut_after_the_grace_period(
+    fake: FakeLSThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """uvicorn waits GRACEFUL_SHUTDOWN_S for answers in flight, then cancels them: a turn that runs on does
+    not hold the shutdown (the grace period is shortened here to keep the test quick)."""
+    monkeypatch.setattr(serve, "GRACEFUL_SHUTDOWN_S", 0.2)
+    play(fake, {"chunks": [{"text": "late", "delay_s": 4}]})
+    options = _options(fake, _free_port())
+    url = f"http://127.0.0.1:{options.port}"
+    first: list[str] = []
+    sent: list[float] = []
+
+    def drive() -> None:
+        try:
+            _wait_until_serving(url)
+            body = {"model": MODEL, "messages": user("hold"), "stream": True}
+            auth = {"Authorization": f"Bearer {KEY_A}"}
+            with httpx.stream("POST", url + "/v1/chat/completions", json=body, headers=auth, timeout=10) as answer:
+                lines = answer.iter_lines()
+                first.append(next(line for line in lines if line.startswith("data: ")))
+                sent.append(time.monotonic())
+                os.kill(os.getpid(), signal.SIGTERM)
+                with contextlib.suppress(httpx.HTTPError):
+                    for _ in lines:
+                        pass
+        finally:
+            if not first:
+                os.kill(os.getpid(), signal.SIGTERM)
+
+    driver = threading.Thread(target=drive)
+    with _guarded(signal.SIGTERM):
+        driver.start()
+        try:
+            assert run_serve(options) == 0
+            stopped = time.monotonic()
+        finally:
+            driver.join()
+    assert '"role":"assistant"' in first[0]
+    assert stopped - sent[0] < 2  # well before the 4 s turn would have ended
+
+
+@pytest.mark.parametrize(
+    ("host", "shown"),
+    [("127.0.0.1", "127.0.0.1"), ("::ffff:127.0.0.1", "[::ffff:127.0.0.1]")],  # 127.0.0.1 on an IPv6 socket
+)
+def test_the_address_line_reaches_a_block_buffered_stdout_while_serving(
+    fake: FakeLSThread, monkeypatch: pytest.MonkeyPatch, host: str, shown: str
+) -> None:
+    """A supervisor reads the URL from a pipe (block-buffered): the line is flushed as it is printed. An IPv6
+    host gets an IPv6 socket, and its address is bracketed in the URL."""
+    written = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(written, encoding="utf-8"))
+    options = _options(fake, _free_port(), host=host)
+    url = f"http://127.0.0.1:{options.port}"
+    seen: list[bytes] = []
+
+    def drive() -> None:
+        try:
+            _wait_until_serving(url)
+            seen.append(written.getvalue())
+        finally:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    driver = threading.Thread(target=drive)
+    with _guarded(signal.SIGTERM):
+        driver.start()
+        try:
+            assert run_serve(options) == 0
+        finally:
+            driver.join()
+    assert seen == [f"cascade-engine: http://{shown}:{options.port} ls={fake.address}\n".encode()]
 
 
 def test_serve_spawns_its_language_server_and_stops_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -387,8 +483,10 @@ def test_the_gateway_dials_its_ls_with_the_configured_identity_and_polling(fake:
 def test_a_served_gateway_whose_server_cannot_start_says_so(fake: FakeLSThread) -> None:
     served = ServedGateway(Gateway(GatewayConfig(ls_address=fake.address, csrf_token=CSRF)))
     served._socket.close()
+    started = time.monotonic()
     with pytest.raises(RuntimeError, match=rf"^the gateway did not start serving on {served.url}$"):
         served.start()
+    assert time.monotonic() - started < 5  # its thread died: reported at once, not at the 10 s deadline
     served.gateway.close()
 
 

@@ -60,8 +60,14 @@ def test_a_crashed_turn_is_one_internal_error(caplog: pytest.LogCaptureFixture) 
     async def streamed() -> list[ChatEvent | None]:
         return [e async for e in turn_events(_crash, limiter=anyio.CapacityLimiter(1), heartbeat_s=5, name="resp")]
 
-    assert _bodies(list(asyncio.run(collected()))) == [CRASH_BODY]
-    assert _bodies(asyncio.run(streamed())) == [("role", ""), CRASH_BODY]
+    plain: list[ChatEvent | None] = list(asyncio.run(collected()))
+    stream = asyncio.run(streamed())
+    assert _bodies(plain) == [CRASH_BODY]
+    assert _bodies(stream) == [("role", ""), CRASH_BODY]
+    for crashed in (plain[-1], stream[-1]):  # answered as an error event with status 500
+        assert crashed is not None
+        assert crashed.error is not None
+        assert (crashed.kind, crashed.error.status) == ("error", 500)
     assert [r.getMessage() for r in caplog.records] == ["chat turn crashed", "resp turn crashed"]
     assert caplog.records[0].exc_info is not None
     assert CRASH_BODY["error"]["message"] == "the gateway failed on this request"
