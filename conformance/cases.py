@@ -51,6 +51,8 @@ def read_case(path: Path) -> CaseFile:
         document = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise CaseFileError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise CaseFileError(f"{path}: not UTF-8 text: {exc.reason} at byte {exc.start}") from exc
     except json.JSONDecodeError as exc:
         raise CaseFileError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno}") from exc
     if not isinstance(document, dict) or document.get("format") != FORMAT:

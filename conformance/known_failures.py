@@ -58,6 +58,8 @@ def load_known_failures(path: Path) -> dict[str, KnownFailure]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise KnownFailuresError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise KnownFailuresError(f"{path}: not UTF-8 text: {exc.reason} at byte {exc.start}") from exc
     try:
         if path.suffix.lower() in (".yaml", ".yml"):
             import yaml

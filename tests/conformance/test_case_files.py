@@ -182,3 +182,9 @@ def test_a_known_failure_pinned_to_a_file_that_is_not_a_case_stops_the_run(
     ]
     assert captured.out == ""
     assert not (report / "report.md").exists()
+
+
+def test_a_file_that_is_not_utf8_is_refused_with_its_path_and_the_byte(tmp_path: Path) -> None:
+    path = tmp_path / "case.json"
+    path.write_bytes(b'{"format": "\xff"}')
+    assert refusal(path) == f"{path}: not UTF-8 text: invalid start byte at byte 12"

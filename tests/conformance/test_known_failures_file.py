@@ -199,3 +199,10 @@ def test_a_bad_known_failures_file_stops_the_run_with_one_line_and_exit_2(
     assert captured.err == f"cascade-conformance: {path}: at known_failures/0: 'reason' is a required property\n"
     assert captured.out == ""
     assert not (report / "report.md").exists(), "nothing was judged"
+
+
+@pytest.mark.parametrize("name", ["known.yaml", "known.json"])
+def test_a_file_that_is_not_utf8_is_refused_with_its_path_and_the_byte(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    path.write_bytes(b"known_failures:\n  - {id: WIRE-1, reason: caf\xe9}\n")
+    assert refusal(path) == f"{path}: not UTF-8 text: invalid continuation byte at byte 44"
