@@ -119,7 +119,6 @@ def _target_option(parser: argparse.ArgumentParser) -> None:
     http.add_argument(
         "--native-bridge",
         action="store_true",
-        default=None,
         help="the gateway maps tool history to Cascade steps (field 9): native-mode examples run, the others do not",
     )
     http.add_argument(

@@ -1,0 +1,284 @@
+"""``cascade-conformance run`` in process: the progress lines on stderr, the result page on stdout
+(a line per invariant, the counts, the reports, every unexpected failure with its replay commands),
+the exit code, and what a run leaves behind in its host process (loggers, Hypothesis's storage).
+
+The properties are toys (tests/conformance/cli_support.py) with known verdicts; the CLI, the runner
+and the report writers are the real ones."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import configuration
+from hypothesis import strategies as st
+
+from conformance.cli import main
+from conformance.properties import Case, Check, Evidence
+from conformance.targets import Target
+from tests.conformance.cli_support import (
+    FAILS,
+    NOTHING,
+    PARTIAL,
+    PASSES,
+    TARGET_ERROR,
+    TELLS_WHERE,
+    UNMET,
+    fails_twice,
+    only_these,
+    timeless,
+    toy,
+)
+
+EVERY_VERDICT_OUT = """\
+WIRE-1   pass                    1 ex   Ts  Every RPC of the cascade flow decodes field for field as real clients…
+WIRE-2   fail (2 distinct failures)    6 ex   Ts  Unknown fields survive decoding and are reported in the journal…
+WIRE-3   fail                    2 ex   Ts  Malformed frames or protobuf get a clean gRPC error; the server stays…
+IMG-1    not checkable           1 ex   Ts  Images of every replayed turn reach field 6, within the bounds…
+IMG-2    pass (partial: drop counters not exposed by the target)    1 ex   Ts  Ordinals: current-turn images are \
+#1..k, history images follow…
+IMG-3    error                   2 ex   Ts  Bounds: at most CASCADE_MAX_HISTORY_IMAGES (4) images and…
+OFF-1    not checkable                         Generator-metadata parsing keeps the record count when no record…
+7 invariant(s): 1 pass, 1 partial, 2 fail, 1 error, 2 not checkable
+reports: R/report.md R/junit.xml
+
+WIRE-2 fail [1/2]: b is wrong too
+
+WIRE-2 fail [2/2]: a is wrong
+  replay: cascade-conformance replay R/cases/wire-2.json --target NOTHING
+  replay: cascade-conformance replay R/cases/wire-2-2.json --target NOTHING
+
+WIRE-3 fail: n is 1
+  replay: cascade-conformance replay R/cases/wire-3.json --target NOTHING
+
+IMG-3 error: the target misbehaved: it hung up
+  replay: cascade-conformance replay R/cases/img-3.json --target NOTHING
+"""
+
+EVERY_VERDICT_ERR = """\
+target: python:tests.support.broken_targets:implements_nothing
+[1/7] WIRE-1 ... pass (Ts)
+[2/7] WIRE-2 ... fail (2 distinct failures) (Ts)
+[3/7] WIRE-3 ... fail (Ts)
+[4/7] IMG-1 ... not checkable (Ts)
+[5/7] IMG-2 ... pass (partial: drop counters not exposed by the target) (Ts)
+[6/7] IMG-3 ... error (Ts)
+[7/7] OFF-1 ... not checkable (Ts)
+"""
+
+
+@pytest.fixture
+def every_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
+    only_these(
+        monkeypatch,
+        toy("WIRE-1", PASSES),
+        fails_twice("WIRE-2"),
+        toy("WIRE-3", FAILS),
+        toy("IMG-1", UNMET),
+        toy("IMG-2", PARTIAL),
+        toy("IMG-3", TARGET_ERROR),
+        toy("OFF-1", PASSES, needs=("ls.serve",)),
+    )
+
+
+def _page(text: str, report: Path) -> str:
+    return timeless(text.replace(str(report), "R").replace(f"--target {NOTHING}", "--target NOTHING"))
+
+
+@pytest.mark.usefixtures("every_verdict")
+def test_a_run_prints_progress_then_results_counts_reports_and_each_unexpected_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    only = "wire,img,off-1"
+    assert main(["run", "--target", NOTHING, "--only", only, "--report", str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    assert _page(captured.out, tmp_path) == EVERY_VERDICT_OUT
+    assert _page(captured.err, tmp_path) == EVERY_VERDICT_ERR
+    cases = sorted(p.name for p in (tmp_path / "cases").iterdir())
+    assert cases == ["img-3.json", "wire-2-2.json", "wire-2.json", "wire-3.json"]
+    saved = json.loads((tmp_path / "cases" / "wire-3.json").read_text(encoding="utf-8"))
+    assert (saved["found_on"], saved["message"], saved["case"]) == (NOTHING, "n is 1", {"n": 1})
+    assert f"\nTarget: `{NOTHING}`\n" in (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert not (tmp_path / "gateway-output.log").exists(), "only a launched gateway has output to keep"
+
+
+@pytest.mark.usefixtures("every_verdict")
+def test_a_run_without_only_ends_with_the_count_of_invariants_not_yet_implemented(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", "--target", NOTHING, "--report", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert _page(out, tmp_path) == EVERY_VERDICT_OUT + (
+        "32 of 39 catalogue invariants are not yet implemented (WIRE, IMG, OFF, SO, ACC, STORE, ATT): "
+        "`cascade-conformance list` shows them\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("verdicts", "code", "counts"),
+    [
+        ((PASSES,), 0, "1 invariant(s): 1 pass"),
+        ((PARTIAL,), 0, "1 invariant(s): 1 partial"),
+        ((UNMET,), 0, "1 invariant(s): 1 not checkable"),
+        ((PASSES, PARTIAL, UNMET), 0, "3 invariant(s): 1 pass, 1 partial, 1 not checkable"),
+        ((PASSES, FAILS), 1, "2 invariant(s): 1 pass, 1 fail"),
+        ((TARGET_ERROR, PASSES), 1, "2 invariant(s): 1 pass, 1 error"),
+    ],
+)
+def test_the_exit_code_is_1_exactly_when_a_verdict_is_unexpected(
+    verdicts: tuple[Check, ...],
+    code: int,
+    counts: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ids = ["WIRE-1", "WIRE-2", "WIRE-3"][: len(verdicts)]
+    only_these(monkeypatch, *(toy(inv_id, check) for inv_id, check in zip(ids, verdicts, strict=True)))
+    assert main(["run", "--target", NOTHING, "--only", ",".join(ids), "--report", str(tmp_path)]) == code
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[len(ids)] == counts
+    assert lines[len(ids) + 1] == f"reports: {tmp_path}/report.md {tmp_path}/junit.xml"
+    assert len(lines) == len(ids) + 2 + (3 if code else 0)  # a failure: a blank line, its message, its replay
+
+
+def test_a_failure_without_a_case_has_no_replay_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A known failure that passes is unexpected, and it has no case: only its message is printed.
+    only_these(monkeypatch, toy("WIRE-1", PASSES))
+    known = tmp_path / "known.yaml"
+    known.write_text("known_failures:\n  - {id: WIRE-1, reason: ISSUE-9}\n", encoding="utf-8")
+    argv = ["run", "--target", NOTHING, "--only", "WIRE-1", "--known-failures", str(known), "--report", str(tmp_path)]
+    assert main(argv) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[-2:] == [
+        "",
+        "WIRE-1 known failure passed: listed as a known failure (ISSUE-9) but it passes: remove it from the list",
+    ]
+
+
+def test_the_run_sets_the_kit_loggers_to_the_log_level_and_restores_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    only_these(monkeypatch, toy("WIRE-1", TELLS_WHERE))
+    loggers = [logging.getLogger("engine"), logging.getLogger("fakels")]
+    for level, logger in zip((5, 35), loggers, strict=True):
+        monkeypatch.setattr(logger, "level", level)
+    cache = tmp_path / "cache"
+    for flags, levels in (
+        ([], "{'engine': 40, 'fakels': 40}"),
+        (["--log-level", "DEBUG"], "{'engine': 10, 'fakels': 10}"),
+    ):
+        argv = ["run", "--target", NOTHING, "--only", "WIRE-1", "--report", str(tmp_path), "--cache-dir", str(cache)]
+        assert main([*argv, *flags]) == 1
+        assert f"WIRE-1 fail: storage {cache.resolve()}; levels {levels}" in capsys.readouterr().out
+        assert [logger.level for logger in loggers] == [5, 35]
+
+
+@pytest.fixture
+def hypothesis_home() -> Iterator[Path]:
+    """A known Hypothesis home before main() runs, put back as it was afterwards."""
+    before = vars(configuration).get("__hypothesis_home_directory")
+    configuration.set_hypothesis_home_dir("/nonexistent/host-home")
+    yield Path("/nonexistent/host-home")
+    configuration.set_hypothesis_home_dir(before)
+
+
+def test_hypothesis_storage_is_under_the_report_folder_during_a_run_and_restored_after(
+    hypothesis_home: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    only_these(monkeypatch, toy("WIRE-1", TELLS_WHERE))
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--target", NOTHING, "--only", "WIRE-1", "--report", "r"]) == 1
+    assert f"WIRE-1 fail: storage {tmp_path / 'r' / 'hypothesis'}; " in capsys.readouterr().out
+    assert vars(configuration)["__hypothesis_home_directory"] == hypothesis_home
+    assert main(["run", "--target", NOTHING, "--only", "WIRE-1"]) == 1
+    out = capsys.readouterr().out
+    assert f"WIRE-1 fail: storage {tmp_path / 'reports' / 'conformance' / 'hypothesis'}; " in out
+    assert (tmp_path / "reports" / "conformance" / "report.md").is_file()
+    assert vars(configuration)["__hypothesis_home_directory"] == hypothesis_home
+
+
+def test_a_thorough_run_keeps_its_failing_examples_in_the_cache_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    at_least_5 = st.fixed_dictionaries({"n": st.integers(min_value=5)})  # a minimal example worth keeping
+    only_these(monkeypatch, toy("WIRE-1", FAILS, cases=at_least_5))
+    argv = ["run", "--target", NOTHING, "--only", "WIRE-1", "--report", str(tmp_path / "r")]
+    assert main([*argv, "--cache-dir", str(tmp_path / "c")]) == 1
+    assert not (tmp_path / "c" / "examples").exists(), "a derandomized run needs no database"
+    assert main([*argv, "--cache-dir", str(tmp_path / "c"), "--profile", "thorough"]) == 1
+    assert (tmp_path / "c" / "examples").is_dir()
+    assert main([*argv, "--profile", "thorough"]) == 1
+    assert (tmp_path / "r" / "hypothesis" / "examples").is_dir(), "the default cache folder: REPORT/hypothesis"
+    capsys.readouterr()
+
+
+def test_a_thorough_run_with_a_seed_draws_the_same_examples_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    drawn: list[int] = []
+
+    def records(target: Target, case: Case, evidence: Evidence) -> None:
+        drawn.append(case["n"])
+
+    only_these(monkeypatch, toy("WIRE-1", records, cases=st.fixed_dictionaries({"n": st.integers()})))
+    runs = []
+    for _ in range(2):
+        argv = ["run", "--target", NOTHING, "--only", "WIRE-1", "--report", str(tmp_path), "--profile", "thorough"]
+        assert main([*argv, "--seed", "20261130"]) == 0
+        runs.append(drawn.copy())
+        drawn.clear()
+    assert len(runs[0]) == 300
+    assert runs[0] == runs[1]
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize(("flags", "examples"), [([], 40), (["--profile", "thorough"], 300)])
+def test_the_profile_sets_how_many_examples_a_property_gets(
+    flags: list[str], examples: int, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    only_these(monkeypatch, toy("WIRE-1", PASSES, cases=st.fixed_dictionaries({"n": st.integers()})))
+    assert main(["run", "--target", NOTHING, "--only", "WIRE-1", "--report", str(tmp_path), *flags]) == 0
+    assert capsys.readouterr().out.startswith(f"WIRE-1   pass                  {examples:>3} ex ")
+
+
+def test_an_interrupt_ends_the_progress_line_and_stops_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupted(target: Target, case: Case, evidence: Evidence) -> None:
+        raise KeyboardInterrupt
+
+    only_these(monkeypatch, toy("WIRE-1", interrupted), toy("WIRE-2", PASSES))
+    with pytest.raises(KeyboardInterrupt):
+        main(["run", "--target", NOTHING, "--report", str(tmp_path)])
+    captured = capsys.readouterr()
+    assert captured.err == f"target: {NOTHING}\n[1/2] WIRE-1 ...\n"
+    assert captured.out == ""
+    assert not (tmp_path / "report.md").exists()
+
+
+def test_the_progress_line_shows_while_its_property_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """stderr is line-buffered: a line without its end yet reaches the terminal only when flushed."""
+    terminal = io.BytesIO()
+    monkeypatch.setattr("sys.stderr", io.TextIOWrapper(terminal, encoding="utf-8", line_buffering=True))
+    shown: list[bytes] = []
+
+    def looks(target: Target, case: Case, evidence: Evidence) -> None:
+        shown.append(terminal.getvalue())
+
+    only_these(monkeypatch, toy("WIRE-1", looks), toy("WIRE-2", looks))
+    assert main(["run", "--target", NOTHING, "--only", "WIRE-1,WIRE-2", "--report", str(tmp_path)]) == 0
+    assert shown[0] == f"target: {NOTHING}\n[1/2] WIRE-1 ...".encode()
+    assert shown[-1].startswith(f"target: {NOTHING}\n[1/2] WIRE-1 ... pass (".encode())
+    assert shown[-1].endswith(b"s)\n[2/2] WIRE-2 ...")
