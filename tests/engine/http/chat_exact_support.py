@@ -99,3 +99,21 @@ def sent_text(entry: JournalEntry) -> str:
     """The prompt text a Send carried."""
     assert entry.request is not None
     return "".join(str(item.get("text", "")) for item in entry.request["items"])
+
+
+def asgi_http_scope(method: str, path: str, request_headers: Mapping[str, str]) -> dict[str, Any]:
+    """The ASGI scope of an HTTP/1.1 request from 127.0.0.1, for tests that drive the app's interface directly."""
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(k.lower().encode(), v.encode()) for k, v in request_headers.items()],
+        "client": ("127.0.0.1", 5000),
+        "server": ("127.0.0.1", 80),
+    }

@@ -19,7 +19,7 @@ from engine.response_store import StoreLimits
 from fakels.server import FakeLSThread
 from tests.engine.http.chat_exact_support import CSRF, KEY_A, KEY_B, MODEL, headers
 
-__all__ = ["KEY_A", "KEY_B", "MODEL", "Events", "gateway_client", "headers", "post", "sse_events"]
+__all__ = ["KEY_A", "KEY_B", "MODEL", "Events", "gateway_client", "headers", "post", "response_defaults", "sse_events"]
 
 RESPONSES = "/v1/responses"
 Events = list[tuple[str, dict[str, Any]]]
@@ -70,3 +70,28 @@ def sse_events(response: httpx2.Response) -> Events:
             events.append((name, data))
     assert [data["sequence_number"] for _, data in events] == list(range(len(events)))
     return events
+
+
+def response_defaults(**fields: Any) -> dict[str, Any]:
+    """A response object's fields, with OpenAI's defaults for every field a request did not give."""
+    return {
+        "object": "response",
+        "error": None,
+        "incomplete_details": None,
+        "instructions": None,
+        "max_output_tokens": None,
+        "model": MODEL,
+        "parallel_tool_calls": True,
+        "previous_response_id": None,
+        "reasoning": {"effort": None, "summary": None},
+        "temperature": None,
+        "text": {"format": {"type": "text"}},
+        "tool_choice": "auto",
+        "tools": [],
+        "top_p": None,
+        "truncation": "disabled",
+        "usage": None,
+        "user": None,
+        "metadata": {},
+        **fields,
+    }

@@ -24,6 +24,7 @@ from tests.engine.http.chat_exact_support import (
     KEY_A,
     KEY_B,
     MODEL,
+    asgi_http_scope,
     chat,
     gateway_client,
     headers,
@@ -290,21 +291,7 @@ def test_a_client_leaving_before_its_body_arrived_gets_a_400(gw: tuple[Gateway, 
     async def send(message: MutableMapping[str, Any]) -> None:
         sent.append(dict(message))
 
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": CHAT,
-        "raw_path": CHAT.encode(),
-        "query_string": b"",
-        "root_path": "",
-        "headers": [(k.lower().encode(), v.encode()) for k, v in headers().items()],
-        "client": ("127.0.0.1", 5000),
-        "server": ("127.0.0.1", 80),
-    }
-    asyncio.run(gw[0].app(scope, receive, send))
+    asyncio.run(gw[0].app(asgi_http_scope("POST", CHAT, headers()), receive, send))
     assert sent[0]["status"] == 400
     body = json.loads(b"".join(m.get("body", b"") for m in sent[1:]))
     assert body == _error("the client went away before its body arrived", "client_disconnected")

@@ -11,7 +11,7 @@ from starlette.testclient import TestClient
 
 from fakels.server import FakeLSThread
 from tests.engine.http.chat_exact_support import CSRF, play
-from tests.engine.http.responses_exact_support import KEY_B, MODEL, gateway_client, headers, post
+from tests.engine.http.responses_exact_support import KEY_B, MODEL, gateway_client, headers, post, response_defaults
 
 HINT = (
     "Stored responses are retained for a limited time and only for the caller that created them; a response "
@@ -209,17 +209,13 @@ def test_retrieve_serves_the_stored_status_and_incomplete_reason(fake: FakeLSThr
         body = client.get("/v1/responses/resp_x", headers=headers()).json()
         created_at = body["created_at"]
         assert isinstance(created_at, int)
-        assert body == {
-            "id": "resp_x",
-            "object": "response",
-            "created_at": created_at,
-            "status": "incomplete",
-            "error": None,
-            "incomplete_details": {"reason": "max_output_tokens"},
-            "instructions": None,
-            "max_output_tokens": None,
-            "model": "m-1",
-            "output": [
+        assert body == response_defaults(
+            id="resp_x",
+            created_at=created_at,
+            status="incomplete",
+            incomplete_details={"reason": "max_output_tokens"},
+            model="m-1",
+            output=[
                 {
                     "type": "message",
                     "id": "a1",
@@ -228,17 +224,5 @@ def test_retrieve_serves_the_stored_status_and_incomplete_reason(fake: FakeLSThr
                     "content": [{"type": "output_text", "text": "cut", "annotations": []}],
                 }
             ],
-            "parallel_tool_calls": True,
-            "previous_response_id": None,
-            "reasoning": {"effort": None, "summary": None},
-            "store": True,
-            "temperature": None,
-            "text": {"format": {"type": "text"}},
-            "tool_choice": "auto",
-            "tools": [],
-            "top_p": None,
-            "truncation": "disabled",
-            "usage": None,
-            "user": None,
-            "metadata": {},
-        }
+            store=True,
+        )

@@ -12,7 +12,7 @@ import pytest
 
 from engine.http.gateway import Gateway
 from fakels.server import FakeLSThread
-from tests.engine.http.chat_exact_support import CSRF, play
+from tests.engine.http.chat_exact_support import CSRF, asgi_http_scope, play
 from tests.engine.http.responses_exact_support import MODEL, gateway_client, headers
 
 USAGE = {"input_tokens": 11, "output_tokens": 4, "cache_read_tokens": 3}
@@ -45,22 +45,7 @@ def _stream_then_leave(gateway: Gateway, body: dict[str, Any]) -> list[bytes]:
                 chunks.append(message["body"])
                 first_bytes.set()
 
-        path = "/v1/responses"
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": "POST",
-            "scheme": "http",
-            "path": path,
-            "raw_path": path.encode(),
-            "query_string": b"",
-            "root_path": "",
-            "headers": [(k.lower().encode(), v.encode()) for k, v in headers().items()],
-            "client": ("127.0.0.1", 5000),
-            "server": ("127.0.0.1", 80),
-        }
-        await gateway.app(scope, receive, send)
+        await gateway.app(asgi_http_scope("POST", "/v1/responses", headers()), receive, send)
         # The app may return before its worker thread ends; the loop stays open (the turn emits into it) until
         # the turn has recorded its request, aborted or not.
         deadline = asyncio.get_running_loop().time() + 10

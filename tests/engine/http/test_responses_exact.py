@@ -19,7 +19,16 @@ import pytest
 from engine.response_store import StoreLimits
 from fakels.server import FakeLSThread
 from tests.engine.http.chat_exact_support import CSRF, play, sends, sent_text
-from tests.engine.http.responses_exact_support import KEY_A, KEY_B, MODEL, gateway_client, headers, post, sse_events
+from tests.engine.http.responses_exact_support import (
+    KEY_A,
+    KEY_B,
+    MODEL,
+    gateway_client,
+    headers,
+    post,
+    response_defaults,
+    sse_events,
+)
 
 USAGE = {"input_tokens": 11, "output_tokens": 4, "cache_read_tokens": 3}
 RESPONSES_USAGE = {
@@ -39,31 +48,6 @@ HINT = (
 def fake() -> Iterator[FakeLSThread]:
     with FakeLSThread(csrf_token=CSRF) as server:
         yield server
-
-
-def _defaults(**fields: Any) -> dict[str, Any]:
-    """The response object's fields for a request that gave none of them."""
-    return {
-        "object": "response",
-        "error": None,
-        "incomplete_details": None,
-        "instructions": None,
-        "max_output_tokens": None,
-        "model": MODEL,
-        "parallel_tool_calls": True,
-        "previous_response_id": None,
-        "reasoning": {"effort": None, "summary": None},
-        "temperature": None,
-        "text": {"format": {"type": "text"}},
-        "tool_choice": "auto",
-        "tools": [],
-        "top_p": None,
-        "truncation": "disabled",
-        "usage": None,
-        "user": None,
-        "metadata": {},
-        **fields,
-    }
 
 
 def _message(item_id: str, text: str) -> dict[str, Any]:
@@ -98,7 +82,7 @@ def test_a_completed_turn_answers_the_whole_response_object_and_stores_input_and
             "id": reasoning["id"],
             "summary": [{"type": "summary_text", "text": "plan"}],
         }
-        assert body == _defaults(
+        assert body == response_defaults(
             id=body["id"],
             created_at=body["created_at"],
             status="completed",
@@ -305,7 +289,7 @@ def test_a_streamed_turn_is_the_golden_event_sequence_and_is_stored_before_compl
             "response.completed",
         ]
         created = events[0][1]["response"]
-        started = _defaults(id=created["id"], created_at=created["created_at"], status="in_progress", output=[])
+        started = response_defaults(id=created["id"], created_at=created["created_at"], status="in_progress", output=[])
         assert created == {**started, "instructions": "I", "store": True}
         assert events[1][1]["response"] == created
         done = events[-1][1]["response"]
