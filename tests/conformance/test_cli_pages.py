@@ -30,7 +30,32 @@ options:
   -h, --help            show this help message and exit
 """
 
-RUN_HELP = """\
+#: The "http:// targets" group, the same in the help of every command that opens a target.
+HTTP_TARGET_OPTIONS = """\
+http:// targets (docs/adapters.md, 'Black-box HTTP targets'):
+  --launch COMMAND      start the gateway with this command (split like a shell would) and stop it at the end;
+                        placeholders: {ls_address} dial: the fake LS's HOST:PORT, {csrf_token} dial: the CSRF token
+                        the fake LS checks, {ls_binary} spawn: the stand-in LS binary to spawn, {port} the gateway's
+                        HTTP port
+  --launch-cwd DIR      the launched gateway's working folder
+  --launch-env NAME=VALUE
+                        an environment variable for the launched gateway (repeatable; placeholders filled)
+  --ls-wiring {dial,spawn,none}
+                        dial: the gateway dials the kit's fake LS ({ls_address}); spawn: it spawns the kit's stand-in
+                        binary ({ls_binary}); none: no LS checks (default with --launch: dial)
+  --api-key API_KEY     an API key the gateway accepts (repeatable: each is a caller; default: conformance-key)
+  --model MODEL         the model name requests use (default: claude-sonnet-4-6)
+  --ledger-path PATH    where the gateway serves the kit's ledger (/v1/ledger)
+  --native-bridge       the gateway maps tool history to Cascade steps (field 9): native-mode examples run, the others
+                        do not
+  --store-limits LIMITS
+                        the response store limits the gateway was launched with, max_messages=N,max_entry_bytes=SIZE
+                        (default: the reference's, max_messages=400,max_entry_bytes=32m)
+  --ready-timeout S     seconds the launched gateway has to answer (default: 30)
+"""
+
+RUN_HELP = (
+    """\
 usage: cascade-conformance run [-h] [--target TARGET] [--call-timeout CALL_TIMEOUT] [--launch COMMAND]
                                [--launch-cwd DIR] [--launch-env NAME=VALUE] [--ls-wiring {dial,spawn,none}]
                                [--api-key API_KEY] [--model MODEL] [--ledger-path PATH] [--native-bridge]
@@ -59,29 +84,12 @@ options:
                         log level of the reference implementations while they are checked (default ERROR: the engine
                         warns about every image it drops, which the properties provoke on purpose)
 
-http:// targets (docs/adapters.md, 'Black-box HTTP targets'):
-  --launch COMMAND      start the gateway with this command (split like a shell would) and stop it at the end;
-                        placeholders: {ls_address} dial: the fake LS's HOST:PORT, {csrf_token} dial: the CSRF token
-                        the fake LS checks, {ls_binary} spawn: the stand-in LS binary to spawn, {port} the gateway's
-                        HTTP port
-  --launch-cwd DIR      the launched gateway's working folder
-  --launch-env NAME=VALUE
-                        an environment variable for the launched gateway (repeatable; placeholders filled)
-  --ls-wiring {dial,spawn,none}
-                        dial: the gateway dials the kit's fake LS ({ls_address}); spawn: it spawns the kit's stand-in
-                        binary ({ls_binary}); none: no LS checks (default with --launch: dial)
-  --api-key API_KEY     an API key the gateway accepts (repeatable: each is a caller; default: conformance-key)
-  --model MODEL         the model name requests use (default: claude-sonnet-4-6)
-  --ledger-path PATH    where the gateway serves the kit's ledger (/v1/ledger)
-  --native-bridge       the gateway maps tool history to Cascade steps (field 9): native-mode examples run, the others
-                        do not
-  --store-limits LIMITS
-                        the response store limits the gateway was launched with, max_messages=N,max_entry_bytes=SIZE
-                        (default: the reference's, max_messages=400,max_entry_bytes=32m)
-  --ready-timeout S     seconds the launched gateway has to answer (default: 30)
 """
+    + HTTP_TARGET_OPTIONS
+)
 
-REPLAY_HELP = """\
+REPLAY_HELP = (
+    """\
 usage: cascade-conformance replay [-h] [--target TARGET] [--call-timeout CALL_TIMEOUT] [--launch COMMAND]
                                   [--launch-cwd DIR] [--launch-env NAME=VALUE] [--ls-wiring {dial,spawn,none}]
                                   [--api-key API_KEY] [--model MODEL] [--ledger-path PATH] [--native-bridge]
@@ -101,27 +109,9 @@ options:
                         where Hypothesis keeps its own storage, never .hypothesis/ in the current folder (default:
                         reports/conformance/hypothesis)
 
-http:// targets (docs/adapters.md, 'Black-box HTTP targets'):
-  --launch COMMAND      start the gateway with this command (split like a shell would) and stop it at the end;
-                        placeholders: {ls_address} dial: the fake LS's HOST:PORT, {csrf_token} dial: the CSRF token
-                        the fake LS checks, {ls_binary} spawn: the stand-in LS binary to spawn, {port} the gateway's
-                        HTTP port
-  --launch-cwd DIR      the launched gateway's working folder
-  --launch-env NAME=VALUE
-                        an environment variable for the launched gateway (repeatable; placeholders filled)
-  --ls-wiring {dial,spawn,none}
-                        dial: the gateway dials the kit's fake LS ({ls_address}); spawn: it spawns the kit's stand-in
-                        binary ({ls_binary}); none: no LS checks (default with --launch: dial)
-  --api-key API_KEY     an API key the gateway accepts (repeatable: each is a caller; default: conformance-key)
-  --model MODEL         the model name requests use (default: claude-sonnet-4-6)
-  --ledger-path PATH    where the gateway serves the kit's ledger (/v1/ledger)
-  --native-bridge       the gateway maps tool history to Cascade steps (field 9): native-mode examples run, the others
-                        do not
-  --store-limits LIMITS
-                        the response store limits the gateway was launched with, max_messages=N,max_entry_bytes=SIZE
-                        (default: the reference's, max_messages=400,max_entry_bytes=32m)
-  --ready-timeout S     seconds the launched gateway has to answer (default: 30)
 """
+    + HTTP_TARGET_OPTIONS
+)
 
 SAVE_CASE_HELP = """\
 usage: cascade-conformance save-case [-h] [--report REPORT] --out OUT invariant
