@@ -92,6 +92,16 @@ def test_a_cache_hit_replays_the_answer_and_adds_no_tokens(fake: FakeLSThread, g
     assert gateway.cache.stats()["entries"] == 1
 
 
+def test_a_cached_answer_keeps_the_whole_thinking_of_its_chunks(
+    fake: FakeLSThread, gw: tuple[Gateway, TestClient]
+) -> None:
+    play(fake, {"chunks": [{"thinking": "first "}, {"thinking": "second"}, {"text": "done"}]})
+    body = {"model": MODEL, "messages": user("two thoughts")}
+    replies = [_content_of(chat(gw[1], body).json()) for _ in range(2)]
+    assert replies[1] == {"role": "assistant", "content": "done", "reasoning_content": "first second"}
+    assert len(sends(fake)) == 1, "the second answer is the cached one"
+
+
 def test_a_cached_answer_is_the_whole_text_of_its_chunks(fake: FakeLSThread, gw: tuple[Gateway, TestClient]) -> None:
     play(fake, {"chunks": [{"text": "first "}, {"text": "second"}]})
     body = {"model": MODEL, "messages": user("two chunks")}
