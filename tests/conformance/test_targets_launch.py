@@ -305,9 +305,18 @@ def test_output_tail_keeps_the_last_lines() -> None:
     assert gateway.output_tail(2) == "line 39\nline 40"
 
 
+def _until_output_holds(gateway: LaunchedGateway, text: str) -> None:
+    """Ready is the echo server answering, not the command: wait until the command has said ``text``."""
+    deadline = time.monotonic() + 10
+    while text not in gateway.output():
+        assert time.monotonic() < deadline, f"the launched command never wrote {text!r}"
+        time.sleep(0.01)
+
+
 def test_stop_kills_a_group_that_ignores_sigterm(echo_port: int) -> None:
     command = "sh -c 'trap \"\" TERM; echo up; while :; do sleep 0.05; done' {ls_address}"
     gateway = LaunchedGateway(LaunchSpec(command), host="127.0.0.1", port=echo_port).start()
+    _until_output_holds(gateway, "up\n")  # the trap is set
     started = time.monotonic()
     gateway.stop(grace_s=0.3)
     assert gateway.exit_code() == -signal.SIGKILL
@@ -319,14 +328,14 @@ def test_stop_kills_a_group_that_ignores_sigterm(echo_port: int) -> None:
 
 def test_stop_lets_the_groups_children_finish_their_shutdown(echo_port: int, tmp_path: Path) -> None:
     child = tmp_path / "child.sh"
-    child.write_text("trap 'sleep 0.2; echo child done; exit 0' TERM\nwhile :; do sleep 0.05; done\n")
+    child.write_text("trap 'sleep 0.2; echo child done; exit 0' TERM\necho trapped\nwhile :; do sleep 0.05; done\n")
     command = f"sh -c 'sh {child} & echo up; exec sleep 30' {{ls_address}}"
     gateway = LaunchedGateway(LaunchSpec(command), host="127.0.0.1", port=echo_port).start()
-    time.sleep(0.1)  # the child sets its trap
+    _until_output_holds(gateway, "trapped\n")
     gateway.stop(grace_s=3)
     assert gateway.exit_code() == -signal.SIGTERM
     output = gateway.output()
-    assert output.startswith("up\n")
+    assert sorted(output.splitlines()[:2]) == ["trapped", "up"]
     assert output.endswith("child done\n")  # the group member's own shutdown ran to its end
 
 
