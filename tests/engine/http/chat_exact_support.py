@@ -15,6 +15,7 @@ from starlette.testclient import TestClient
 from engine.http.app import HttpSettings
 from engine.http.gateway import Gateway, GatewayConfig
 from engine.polling import PollSettings
+from engine.response_store import StoreLimits
 from fakels.journal import JournalEntry
 from fakels.scenario import parse_scenario
 from fakels.server import FakeLSThread
@@ -32,9 +33,13 @@ def gateway_client(
     api_keys: Mapping[str, str] | None = None,
     env: Mapping[str, str] | None = None,
     native_mode: bool = False,
+    store: str = "memory",
+    store_limits: StoreLimits | None = None,
+    session_log: str | None = None,
     **settings: Any,
 ) -> Iterator[tuple[Gateway, TestClient]]:
-    """A gateway on ``fake`` (keys KEY_A → caller-a, KEY_B → caller-b unless given) and a client for its app."""
+    """A gateway on ``fake`` (keys KEY_A → caller-a, KEY_B → caller-b unless given) and a client for its app;
+    the response store and session log as the serve command's options name them."""
     keys = {KEY_A: "caller-a", KEY_B: "caller-b"} if api_keys is None else api_keys
     config = GatewayConfig(
         ls_address=fake.address,
@@ -43,6 +48,9 @@ def gateway_client(
         poll=PollSettings(poll_interval_s=0.002),
         env=env or {},
         native_mode=native_mode,
+        store=store,
+        store_limits=store_limits or StoreLimits(),
+        session_log=session_log,
     )
     gateway = Gateway(config)
     try:

@@ -5,51 +5,29 @@ routes and the sessions routes (test_responses_exact*.py, test_sessions_exact.py
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import httpx2
 from starlette.testclient import TestClient
 
-from engine.http.app import HttpSettings
-from engine.http.gateway import Gateway, GatewayConfig
-from engine.polling import PollSettings
-from engine.response_store import StoreLimits
-from fakels.server import FakeLSThread
-from tests.engine.http.chat_exact_support import CSRF, KEY_A, KEY_B, MODEL, headers
+from tests.engine.http.chat_exact_support import KEY_A, KEY_B, MODEL, gateway_client, headers
 
-__all__ = ["KEY_A", "KEY_B", "MODEL", "Events", "gateway_client", "headers", "post", "response_defaults", "sse_events"]
+__all__ = [
+    "KEY_A",
+    "KEY_B",
+    "MODEL",
+    "Events",
+    "gateway_client",
+    "headers",
+    "post",
+    "response_defaults",
+    "sse_events",
+    "sse_events_of",
+]
 
 RESPONSES = "/v1/responses"
 Events = list[tuple[str, dict[str, Any]]]
-
-
-@contextmanager
-def gateway_client(
-    fake: FakeLSThread,
-    *,
-    store: str = "memory",
-    store_limits: StoreLimits | None = None,
-    session_log: str | None = None,
-    **settings: Any,
-) -> Iterator[tuple[Gateway, TestClient]]:
-    """A gateway on ``fake`` (KEY_A → caller-a, KEY_B → caller-b) and a client for its app."""
-    config = GatewayConfig(
-        ls_address=fake.address,
-        csrf_token=CSRF,
-        http=HttpSettings(api_keys={KEY_A: "caller-a", KEY_B: "caller-b"}, **settings),
-        poll=PollSettings(poll_interval_s=0.002),
-        store=store,
-        store_limits=store_limits or StoreLimits(),
-        session_log=session_log,
-    )
-    gateway = Gateway(config)
-    try:
-        with TestClient(gateway.app, base_url="http://127.0.0.1") as client:
-            yield gateway, client
-    finally:
-        gateway.close()
 
 
 def post(client: TestClient, body: Mapping[str, Any], *, key: str = KEY_A, **extra: str) -> httpx2.Response:
@@ -57,11 +35,16 @@ def post(client: TestClient, body: Mapping[str, Any], *, key: str = KEY_A, **ext
 
 
 def sse_events(response: httpx2.Response) -> Events:
-    """(event name, data) of every SSE event of a streamed answer; each data names its event and is numbered
-    in order from 0."""
+    """(event name, data) of every SSE event of a streamed answer read whole (see :func:`sse_events_of`)."""
+    return sse_events_of(response.text.split("\n"))
+
+
+def sse_events_of(lines: Iterable[str]) -> Events:
+    """(event name, data) of every SSE event in ``lines``; each data names its event and is numbered in order
+    from 0."""
     events: Events = []
     name = ""
-    for line in response.text.split("\n"):
+    for line in lines:
         if line.startswith("event: "):
             name = line[len("event: ") :]
         elif line.startswith("data: "):

@@ -14,6 +14,7 @@ import pytest
 from engine.http.gateway import ServedGateway
 from fakels.server import FakeLSThread
 from tests.engine.http.conftest import KEY_A, MODEL, play, serve
+from tests.engine.http.responses_exact_support import sse_events_of
 
 USAGE = {"input_tokens": 11, "output_tokens": 4}
 TOOLS: list[Any] = [{"type": "function", "name": "lookup", "parameters": {"type": "object"}}]
@@ -36,7 +37,6 @@ CALL_EVENTS = [
 
 def _events(served: ServedGateway, body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """(event name, data) of every SSE event; checks each data names its event and is numbered in order."""
-    events: list[tuple[str, dict[str, Any]]] = []
     with httpx.stream(
         "POST",
         served.url + "/v1/responses",
@@ -45,16 +45,7 @@ def _events(served: ServedGateway, body: dict[str, Any]) -> list[tuple[str, dict
         timeout=30,
     ) as response:
         assert response.headers["content-type"].startswith("text/event-stream")
-        name = ""
-        for line in response.iter_lines():
-            if line.startswith("event: "):
-                name = line[len("event: ") :]
-            elif line.startswith("data: "):
-                data = json.loads(line[len("data: ") :])
-                assert data["type"] == name
-                events.append((name, data))
-    assert [data["sequence_number"] for _, data in events] == list(range(len(events)))
-    return events
+        return sse_events_of(response.iter_lines())
 
 
 def _names(events: list[tuple[str, dict[str, Any]]]) -> list[str]:
