@@ -239,11 +239,12 @@ class ChatService:
     @staticmethod
     def _commit(pending: PendingTurn, text: str, calls: list[ParsedToolCall]) -> None:
         """Check in under every shape a client may echo the answer in: text only, and with its tool
-        calls with the text, null or empty content (clients differ; the cascade must resume for all)."""
+        calls with the text, null or empty content (clients differ; the cascade must resume for all).
+        Null content stands for empty content too: the fingerprint reads both as no text."""
         shapes: list[dict[str, Any]] = [{"role": "assistant", "content": text}]
         if calls:
             tool_calls = [tool_call_object(call) for call in calls]
-            shapes += [{"role": "assistant", "content": c, "tool_calls": tool_calls} for c in (text, None, "")]
+            shapes += [{"role": "assistant", "content": c, "tool_calls": tool_calls} for c in (text, None)]
         pending.commit(*shapes)
 
     def _ms(self, started: float) -> float:
