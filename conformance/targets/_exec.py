@@ -29,6 +29,10 @@ from conformance.targets._base import (
 CALL_TIMEOUT_FLOOR_S = 30.0
 CALL_TIMEOUT_ROUND_TRIPS = 2000
 HANDSHAKE_TIMEOUT_S = 60.0
+# How long an adapter whose stdout ended may take to exit (its code goes into the error), and how
+# long close() waits for an adapter to exit on end of input before it is killed.
+EXIT_WAIT_S = 2.0
+CLOSE_GRACE_S = 5.0
 _EOF = object()
 
 
@@ -185,7 +189,7 @@ class ExecTarget(DeclaredOperations):
 
     def _died(self, when: str) -> str:
         try:
-            code = self._proc.wait(timeout=2)
+            code = self._proc.wait(timeout=EXIT_WAIT_S)
         except subprocess.TimeoutExpired:
             code = None
         status = f"exited with {code}" if code is not None else "closed its stdout"
@@ -205,8 +209,8 @@ class ExecTarget(DeclaredOperations):
             try:
                 assert self._proc.stdin is not None
                 self._proc.stdin.close()
-                self._proc.wait(timeout=5)
+                self._proc.wait(timeout=CLOSE_GRACE_S)
             except (OSError, subprocess.TimeoutExpired):
                 self._proc.kill()
-                self._proc.wait(timeout=5)
+                self._proc.wait(timeout=CLOSE_GRACE_S)
         self._stderr.close()

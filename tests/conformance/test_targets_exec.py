@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import shlex
+import signal
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conformance.targets import ExecTarget, TargetError, TargetSpecError, load_target
+from conformance.targets import ExecTarget, TargetError, TargetSpecError, _exec, load_target
 from conformance.targets._exec import (
     CALL_TIMEOUT_FLOOR_S,
     CALL_TIMEOUT_ROUND_TRIPS,
@@ -307,3 +308,47 @@ def test_an_adapter_that_cannot_start_is_a_usage_error() -> None:
         "exec:/nonexistent/adapter --flag: cannot start the adapter: [Errno 2] No such file or directory: "
         "'/nonexistent/adapter'"
     )
+
+
+# The waits for a misbehaving adapter, each shortened here so that its end is reached without waiting out
+# the real value; past it the kit reports or kills, it never hangs.
+
+
+def test_a_hello_that_never_comes_times_out_after_the_handshake_wait(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_exec, "HANDSHAKE_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(_exec, "CLOSE_GRACE_S", 0.2)
+    command = adapter(tmp_path, tail="exec sleep 30")
+    assert failure(command, call_timeout_s=None) == (
+        f"exec:{command}: no answer to hello within 0.2 s (per-call timeout)"
+    )
+
+
+def test_an_adapter_that_closes_stdout_and_lives_on_is_reported_as_such(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_exec, "EXIT_WAIT_S", 0.2)
+    monkeypatch.setattr(_exec, "CLOSE_GRACE_S", 0.2)
+    command = adapter(tmp_path, answer(0, HELLO), tail="exec >&-; exec sleep 30")
+    target = start(command)
+    try:
+        with pytest.raises(TargetError) as info:
+            target.call("ls.stop")
+        assert str(info.value) == f"sh-adapter (exec:{command}): the adapter closed its stdout before answering ls.stop"
+    finally:
+        target.close()
+    assert target._proc.returncode == -signal.SIGKILL
+
+
+def test_close_kills_an_adapter_that_ignores_end_of_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_exec, "CLOSE_GRACE_S", 0.2)
+    target = start(adapter(tmp_path, answer(0, HELLO), tail="exec sleep 30"))
+    target.close()
+    assert target._proc.returncode == -signal.SIGKILL
+
+
+def test_close_lets_an_adapter_that_exits_on_end_of_input_finish(tmp_path: Path) -> None:
+    target = start(adapter(tmp_path, answer(0, HELLO), tail="cat >/dev/null; exit 7"))
+    target.close()
+    assert target._proc.returncode == 7

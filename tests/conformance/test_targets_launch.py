@@ -4,6 +4,7 @@ what the kit says about a gateway that fails to come up (the "gateways" here are
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -305,6 +306,18 @@ def test_output_tail_keeps_the_last_lines() -> None:
     assert gateway.output_tail(2) == "line 39\nline 40"
 
 
+@pytest.fixture
+def reaped() -> Iterator[list[LaunchedGateway]]:
+    """Gateways whose process group is SIGKILLed after the test, whatever the launcher under test did (a
+    broken stop must fail its test, not leave a TERM-proof loop running)."""
+    gateways: list[LaunchedGateway] = []
+    yield gateways
+    for gateway in gateways:
+        if gateway.pid:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(gateway.pid, signal.SIGKILL)
+
+
 def _until_output_holds(gateway: LaunchedGateway, text: str) -> None:
     """Ready is the echo server answering, not the command: wait until the command has said ``text``."""
     deadline = time.monotonic() + 10
@@ -313,9 +326,11 @@ def _until_output_holds(gateway: LaunchedGateway, text: str) -> None:
         time.sleep(0.01)
 
 
-def test_stop_kills_a_group_that_ignores_sigterm(echo_port: int) -> None:
+def test_stop_kills_a_group_that_ignores_sigterm(echo_port: int, reaped: list[LaunchedGateway]) -> None:
     command = "sh -c 'trap \"\" TERM; echo up; while :; do sleep 0.05; done' {ls_address}"
-    gateway = LaunchedGateway(LaunchSpec(command), host="127.0.0.1", port=echo_port).start()
+    gateway = LaunchedGateway(LaunchSpec(command), host="127.0.0.1", port=echo_port)
+    reaped.append(gateway)
+    gateway.start()
     _until_output_holds(gateway, "up\n")  # the trap is set
     started = time.monotonic()
     gateway.stop(grace_s=0.3)
@@ -326,11 +341,15 @@ def test_stop_kills_a_group_that_ignores_sigterm(echo_port: int) -> None:
     assert gateway.output() == "up\n"
 
 
-def test_stop_lets_the_groups_children_finish_their_shutdown(echo_port: int, tmp_path: Path) -> None:
+def test_stop_lets_the_groups_children_finish_their_shutdown(
+    echo_port: int, tmp_path: Path, reaped: list[LaunchedGateway]
+) -> None:
     child = tmp_path / "child.sh"
     child.write_text("trap 'sleep 0.2; echo child done; exit 0' TERM\necho trapped\nwhile :; do sleep 0.05; done\n")
     command = f"sh -c 'sh {child} & echo up; exec sleep 30' {{ls_address}}"
-    gateway = LaunchedGateway(LaunchSpec(command), host="127.0.0.1", port=echo_port).start()
+    gateway = LaunchedGateway(LaunchSpec(command), host="127.0.0.1", port=echo_port)
+    reaped.append(gateway)
+    gateway.start()
     _until_output_holds(gateway, "trapped\n")
     gateway.stop(grace_s=3)
     assert gateway.exit_code() == -signal.SIGTERM

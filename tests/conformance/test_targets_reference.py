@@ -118,12 +118,21 @@ def test_a_bad_scenario_is_named_as_the_ls_serve_scenario(reference: ReferenceTa
 
 
 def test_a_manual_clock_moves_only_when_advanced(reference: ReferenceTarget) -> None:
-    reference.ls_serve({"turns": []}, manual_clock=True)
-    clock = reference._clock
-    assert clock is not None
-    before = clock.now()
-    assert reference.ls_advance_clock(2.5) == {}
-    assert clock.now() == before + 2.5
+    """The served fake reads the manual clock: its journal times move by exactly what was advanced."""
+    import grpc
+
+    from fakels.proto.exa.language_server_pb import language_server_pb2_grpc as ls_grpc
+
+    served = reference.ls_serve({"turns": []}, manual_clock=True)
+    with grpc.insecure_channel(served["address"]) as channel:
+        stub = ls_grpc.LanguageServerServiceStub(channel)
+        metadata = (("x-codeium-csrf-token", REFERENCE_CSRF_TOKEN),)
+        stub.Heartbeat(ls.HeartbeatRequest(), metadata=metadata, timeout=5)
+        stub.Heartbeat(ls.HeartbeatRequest(), metadata=metadata, timeout=5)
+        assert reference.ls_advance_clock(2.5) == {}
+        stub.Heartbeat(ls.HeartbeatRequest(), metadata=metadata, timeout=5)
+    times = [entry["time"] for entry in reference.ls_journal(0)["entries"]]
+    assert [later - times[0] for later in times] == [0.0, 0.0, 2.5]
     reference.ls_serve({"turns": []}, manual_clock=False)
     assert reference._clock is None
 
@@ -178,6 +187,27 @@ def test_native_mode_sends_tool_history_as_steps_without_the_preamble(reference:
     assert preamble in emulated_planner["additional_instructions_section"]["content"]
     assert preamble not in str(native)
     assert preamble in str(emulated)
+    assert native["cascade_config"]["planner_config"]["tool_config"]["tool_allowlist"] == [
+        "view_file",
+        "run_command",
+        "grep_search_v2",
+        "find",
+        "list_dir",
+    ]
+    assert "tool_config" not in emulated["cascade_config"]["planner_config"]
+
+
+def test_current_turn_images_without_tools_ask_for_the_default_planner(reference: ReferenceTarget) -> None:
+    """The prompt builder's planner verdict reaches the send's CascadeConfig (emulated mode, no preamble)."""
+    part = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b64(solid(8, 8))}"}}
+    messages = [{"role": "user", "content": [{"type": "text", "text": "look"}, part]}]
+    fields = decoded_send(
+        reference.engine_build_send_request(messages, "claude-x", "", False, False, {})["request_b64"]
+    )
+    assert len(fields["images"]) == 1
+    assert fields["cascade_config"]["planner_config"]["conversational"] == {
+        "planner_mode": "CONVERSATIONAL_PLANNER_MODE_DEFAULT"
+    }
 
 
 def test_history_image_limits_come_from_the_env(reference: ReferenceTarget) -> None:

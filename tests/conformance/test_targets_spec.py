@@ -103,6 +103,7 @@ def test_the_http_names_load_on_first_use() -> None:
             "python:no_such_pkg_xyz:f: cannot import no_such_pkg_xyz: No module named 'no_such_pkg_xyz'",
         ),
         (f"{SUPPORT}:missing", f"python:{SUPPORT}:missing: {SUPPORT} has no callable missing"),
+        (f"{SUPPORT}:decoder:extra", f"python:{SUPPORT}:decoder:extra: {SUPPORT} has no callable decoder:extra"),
         (f"{SUPPORT}:NOT_A_FACTORY", f"python:{SUPPORT}:NOT_A_FACTORY: {SUPPORT} has no callable NOT_A_FACTORY"),
         (
             f"{SUPPORT}:decoder_with_bad_capabilities_attribute",
@@ -145,10 +146,12 @@ def test_declared_capabilities_are_checked_and_kept() -> None:
     target = load_target(f"python:{SUPPORT}:decoder_declaring_methods")
     assert target.capabilities("ls.decode_request") == {"methods": ["Heartbeat"]}
     assert load_target(f"python:{SUPPORT}:decoder_declaring_nothing").capabilities("ls.decode_request") == {}
-    with pytest.raises(
-        TargetSpecError, match=r"bad capabilities for ls\.decode_request at methods: 3 is not of type 'array'"
-    ):
-        PythonTarget(DecoderWithCaps(caps={"methods": 3}), "t")
+    with pytest.raises(TargetSpecError) as info:
+        PythonTarget(DecoderWithCaps(caps={"methods": 3}), "python:t")
+    assert str(info.value) == (
+        "python:t: bad capabilities for ls.decode_request at methods: 3 is not of type 'array' "
+        "(capabilities ls.decode_request knows: methods)"
+    )
 
 
 def test_a_python_call_outside_the_protocol_is_refused() -> None:
