@@ -33,6 +33,8 @@ HANDSHAKE_TIMEOUT_S = 60.0
 # long close() waits for an adapter to exit on end of input before it is killed.
 EXIT_WAIT_S = 2.0
 CLOSE_GRACE_S = 5.0
+# A killed adapter is reaped at once; this bound only guards against a process stuck in the kernel.
+KILLED_WAIT_S = 5.0
 _EOF = object()
 
 
@@ -212,5 +214,5 @@ class ExecTarget(DeclaredOperations):
                 self._proc.wait(timeout=CLOSE_GRACE_S)
             except (OSError, subprocess.TimeoutExpired):
                 self._proc.kill()
-                self._proc.wait(timeout=CLOSE_GRACE_S)
+                self._proc.wait(timeout=KILLED_WAIT_S)
         self._stderr.close()

@@ -40,7 +40,11 @@ except ImportError:  # openai before 3.x drives httpx
 DEFAULT_API_KEY = "conformance-key"
 DEFAULT_MODEL = "claude-sonnet-4-6"
 DEFAULT_REQUEST_TIMEOUT_S = 120.0
+# The open probe of an external gateway waits at most this long (or the request timeout, when shorter).
+PROBE_TIMEOUT_S = 10.0
 LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
+# The stream deadline's clock (module-level, so a test can put a reading exactly on the boundary).
+_clock = time.monotonic
 _CHAT_PATH = "/v1/chat/completions"
 _WIRING_NAMES: dict[str, Wiring] = {name: name for name in WIRINGS}
 _CLIENT_ONLY = frozenset({"self", "extra_headers", "extra_query", "extra_body", "timeout"})
@@ -267,7 +271,7 @@ class HttpTarget(DeclaredOperations):
         if not api_key:  # an empty key: the request goes without an Authorization header
             kwargs["extra_headers"] = {"Authorization": openai.omit}
         stream = request.get("stream") is True
-        started = time.monotonic()
+        started = _clock()
         try:
             if not stream:
                 raw = client.chat.completions.with_raw_response.create(**kwargs, extra_body=extra)
@@ -291,7 +295,7 @@ class HttpTarget(DeclaredOperations):
     def _lines(self, lines: Iterator[str], started: float) -> Iterator[str]:
         """The stream's lines, within the request timeout overall (heartbeats do not extend it)."""
         for line in lines:
-            if time.monotonic() - started > self._timeout():
+            if _clock() - started > self._timeout():
                 raise TargetError(
                     self._failed(f"the event stream of POST {_CHAT_PATH} did not end within {self._timeout():g} s")
                 )
@@ -410,7 +414,7 @@ class HttpTarget(DeclaredOperations):
     def _probe(self) -> None:
         """An external gateway must answer at open (any status), so a wrong URL fails before any property."""
         try:
-            self._http.get(self._url + "/v1/models", timeout=min(10.0, self._timeout()))
+            self._http.get(self._url + "/v1/models", timeout=min(PROBE_TIMEOUT_S, self._timeout()))
         except _transport.HTTPError as exc:
             raise TargetError(
                 f"nothing answers at {self._url} (GET /v1/models: {exc}); start the gateway first, or let the kit "

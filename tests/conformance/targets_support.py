@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from http.server import ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from conformance.ls_handle import InProcessLs, LsHandle
@@ -214,3 +214,51 @@ class PrewiredHttpTarget(HttpTarget):
 
     def wired_ls(self) -> LsHandle | None:
         return self._wired
+
+
+Canned = tuple[int, list[tuple[str, str]], bytes]
+
+
+class CannedHandler(BaseHTTPRequestHandler):
+    """Answers each ``(method, path)`` with its canned status, headers and body (404 otherwise) and
+    records every request: ``(method, path, headers with lower-cased names, body)``."""
+
+    protocol_version = "HTTP/1.1"
+    answers: dict[tuple[str, str], Canned] = {}
+    received: list[tuple[str, str, dict[str, str], bytes]] = []
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _answer(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        self.received.append((self.command, self.path, headers, body))
+        status, answer_headers, content = self.answers.get((self.command, self.path), (404, [], b"no canned answer"))
+        self.send_response(status)
+        for name, value in answer_headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(content)))
+        self.end_headers()
+        self.wfile.write(content)
+
+    do_GET = do_POST = do_DELETE = _answer
+
+
+@contextmanager
+def canned_server(
+    answers: Mapping[tuple[str, str], Canned],
+) -> Iterator[tuple[str, list[tuple[str, str, dict[str, str], bytes]]]]:
+    """A loopback server in this process answering only ``answers`` (see CannedHandler); yields its
+    root URL and the log of requests it received."""
+    attributes = {"answers": dict(answers), "received": []}
+    handler: type[CannedHandler] = type("Canned", (CannedHandler,), attributes)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", handler.received
+    finally:
+        server.shutdown()
+        server.server_close()

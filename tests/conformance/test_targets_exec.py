@@ -5,6 +5,7 @@ errors for adapters that answer outside the protocol. The adapters are scripted 
 from __future__ import annotations
 
 import json
+import locale
 import shlex
 import signal
 import time
@@ -352,3 +353,29 @@ def test_close_lets_an_adapter_that_exits_on_end_of_input_finish(tmp_path: Path)
     target = start(adapter(tmp_path, answer(0, HELLO), tail="cat >/dev/null; exit 7"))
     target.close()
     assert target._proc.returncode == 7
+
+
+def test_the_protocol_is_utf8_json_whatever_the_locale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Started under the C locale (ASCII), the target still writes and reads UTF-8 lines."""
+    monkeypatch.setattr(_exec, "HANDSHAKE_TIMEOUT_S", 5.0)  # a target that cannot read the hello fails fast
+    log = tmp_path / "requests.log"
+    hello = HELLO | {"name": "adaptér ✓"}
+    result = {"fields": {"text": "héllo ✓"}, "unknown": []}
+    steps = [
+        f"sh:printf '%s\\n' \"$request\" >> {log}; printf '%s\\n' '{json.dumps(m, ensure_ascii=False)}'"
+        for m in ({"id": 0, "result": hello}, {"id": 1, "result": result})
+    ]
+    command = adapter(tmp_path, *steps)
+    saved = locale.setlocale(locale.LC_CTYPE)
+    locale.setlocale(locale.LC_CTYPE, "C")
+    try:
+        target = start(command)
+    finally:
+        locale.setlocale(locale.LC_CTYPE, saved)
+    try:
+        assert target.description == f"adaptér ✓ (exec:{command})"
+        assert target.call("ls.decode_request", method="Hé", raw_b64="AA==") == result
+    finally:
+        target.close()
+    sent = [json.loads(text) for text in log.read_text(encoding="utf-8").splitlines()]
+    assert sent[1] == {"id": 1, "op": "ls.decode_request", "params": {"method": "Hé", "raw_b64": "AA=="}}

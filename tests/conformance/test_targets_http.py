@@ -4,10 +4,14 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import suppress
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,10 +21,11 @@ from conformance.targets import (
     PreconditionNotMet,
     TargetError,
     TargetSpecError,
+    _http,
     load_target,
 )
 from conformance.targets._launch import LaunchSpec, free_port
-from tests.conformance.targets_support import echo_server
+from tests.conformance.targets_support import canned_server, echo_server
 from tests.support import echo_gateway
 
 REQUEST = {"model": "m-test", "messages": [{"role": "user", "content": "hi"}]}
@@ -44,6 +49,26 @@ def opened(url: str, **options: object) -> HttpTarget:
     target = load_target(url, http=HttpOptions(**options))  # type: ignore[arg-type]
     assert isinstance(target, HttpTarget)
     return target
+
+
+@pytest.fixture
+def launched() -> Iterator[Callable[..., HttpTarget]]:
+    """Opens launching HTTP targets; at teardown each is closed and its gateway's process group
+    SIGKILLed, whatever the code under test did."""
+    targets: list[HttpTarget] = []
+
+    def launch(url: str, options: HttpOptions) -> HttpTarget:
+        target = HttpTarget(url, options)
+        targets.append(target)
+        return target
+
+    yield launch
+    for target in targets:
+        target.close()
+        pid = target._gateway.pid if target._gateway is not None else None
+        if pid:
+            with suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
 
 
 def test_an_external_gateway_is_described_by_its_url_and_has_no_wired_ls(
@@ -99,31 +124,46 @@ def test_a_dial_wired_launch_offers_the_wire_and_store_operations(echo: tuple[st
         target.close()
 
 
-def test_builds_need_the_limits_the_gateway_was_launched_with(echo: tuple[str, Log]) -> None:
+@pytest.mark.parametrize(
+    ("example_env", "differing"),
+    [
+        ({"CASCADE_X": "1"}, "WINDSURFAPI_Z"),
+        ({}, "CASCADE_X, WINDSURFAPI_Z"),
+        ({"CASCADE_X": "2", "WINDSURFAPI_Z": "3"}, "CASCADE_X"),
+        ({"CASCADE_X": "1", "WINDSURFAPI_Z": "3", "CASCADE_NEW": "4"}, "CASCADE_NEW"),
+    ],
+)
+def test_builds_need_the_limits_the_gateway_was_launched_with(
+    echo: tuple[str, Log], launched: Callable[..., HttpTarget], example_env: dict[str, str], differing: str
+) -> None:
     port = int(echo[0].rsplit(":", 1)[1])
     env = {"CASCADE_X": "1", "WINDSURFAPI_Z": "3", "OTHER_Y": "2"}
     launch = LaunchSpec(command="sh -c 'exec sleep 30' {ls_address}", env=env, ready_timeout_s=5)
-    target = HttpTarget(f"http://127.0.0.1:{port}", HttpOptions(launch=launch))
+    target = launched(f"http://127.0.0.1:{port}", HttpOptions(launch=launch))
     params = {"messages": REQUEST["messages"], "model_uid": "u", "tool_preamble": "", "native_mode": False}
-    try:
-        with pytest.raises(PreconditionNotMet) as info:
-            target.call("engine.build_send_request", **params, is_resume=False, env={"CASCADE_X": "1"})
-        assert info.value.reason == (
-            "the example sets limits the gateway was not launched with (WINDSURFAPI_Z; pass them with "
-            "--launch-env to check such examples)"
-        )
-        limits = {"CASCADE_X": "1", "WINDSURFAPI_Z": "3"}
-        with pytest.raises(TargetError) as failed:
-            target.call("engine.build_send_request", **params, is_resume=False, env=limits)
-        prefix = (
-            f"{target.description}: no SendUserCascadeMessage reached the LS for the conversation; the gateway "
-            "answered "
-        )
-        sent = {"model": "claude-sonnet-4-6", "messages": REQUEST["messages"], "seed": 0}
-        body = echo_gateway.COMPLETION | {"received": sent}
-        assert str(failed.value) == prefix + json.dumps({"status": 200, "body": body})[:400]
-    finally:
-        target.close()
+    with pytest.raises(PreconditionNotMet) as info:
+        target.call("engine.build_send_request", **params, is_resume=False, env=example_env)
+    assert info.value.reason == (
+        f"the example sets limits the gateway was not launched with ({differing}; pass them with "
+        "--launch-env to check such examples)"
+    )
+
+
+def test_a_build_with_the_launch_limits_is_sent(echo: tuple[str, Log], launched: Callable[..., HttpTarget]) -> None:
+    port = int(echo[0].rsplit(":", 1)[1])
+    env = {"CASCADE_X": "1", "WINDSURFAPI_Z": "3", "OTHER_Y": "2"}
+    launch = LaunchSpec(command="sh -c 'exec sleep 30' {ls_address}", env=env, ready_timeout_s=5)
+    target = launched(f"http://127.0.0.1:{port}", HttpOptions(launch=launch))
+    params = {"messages": REQUEST["messages"], "model_uid": "u", "tool_preamble": "", "native_mode": False}
+    limits = {"CASCADE_X": "1", "WINDSURFAPI_Z": "3"}
+    with pytest.raises(TargetError) as failed:
+        target.call("engine.build_send_request", **params, is_resume=False, env=limits)
+    prefix = (
+        f"{target.description}: no SendUserCascadeMessage reached the LS for the conversation; the gateway answered "
+    )
+    sent = {"model": "claude-sonnet-4-6", "messages": REQUEST["messages"], "seed": 0}
+    body = echo_gateway.COMPLETION | {"received": sent}
+    assert str(failed.value) == prefix + json.dumps({"status": 200, "body": body})[:400]
 
 
 def test_a_launched_gateways_failures_say_whether_it_still_runs(echo: tuple[str, Log], tmp_path: Path) -> None:
@@ -190,6 +230,16 @@ def test_the_open_probe_waits_at_most_the_request_timeout() -> None:
         opened(url, request_timeout_s=0.2)
 
 
+def test_the_open_probe_waits_at_most_the_probe_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_http, "PROBE_TIMEOUT_S", 0.2)
+    with echo_server(slow_models_s=1.0) as (url, _log), pytest.raises(TargetError) as info:
+        opened(url, request_timeout_s=5.0)
+    assert str(info.value) == (
+        f"nothing answers at {url} (GET /v1/models: timed out); start the gateway first, or let the kit start it "
+        "with --launch"
+    )
+
+
 def test_a_tiny_positive_request_timeout_is_accepted(echo: tuple[str, Log]) -> None:
     opened(echo[0], request_timeout_s=0.5).close()
 
@@ -238,6 +288,75 @@ def test_the_event_stream_media_type_is_matched_case_insensitively(target: HttpT
 def test_a_stream_request_answered_with_json_keeps_the_body(target: HttpTarget) -> None:
     answer = target.call("gateway.chat", request={"model": "json-for-stream", "stream": True}, api_key="k1")
     assert answer == {"status": 200, "body": echo_gateway.COMPLETION}
+
+
+SSE = [("Content-Type", "text/event-stream")]
+EVENTS = b"data: a\n\ndata: [DONE]\n\n"
+
+
+@pytest.mark.parametrize(
+    ("stream", "answer", "read"),
+    [
+        (False, (200, [("Content-Type", "application/json")], b'{"a": 1}'), {"status": 200, "body": {"a": 1}}),
+        (True, (200, SSE, EVENTS), {"status": 200, "events": ["a", "[DONE]"]}),
+    ],
+)
+def test_chat_sends_fields_the_client_does_not_know_in_the_body(
+    stream: bool, answer: Any, read: dict[str, Any]
+) -> None:
+    request = REQUEST | {"stream": stream, "cascade_extension": {"x": [1, None]}, "seed": 7}
+    with canned_server({("POST", "/v1/chat/completions"): answer}) as (url, received):
+        target = opened(url)
+        try:
+            assert target.call("gateway.chat", request=request, api_key="k1") == read
+        finally:
+            target.close()
+    [(method, path, headers, body)] = [r for r in received if r[0] == "POST"]
+    assert (method, path, headers["authorization"]) == ("POST", "/v1/chat/completions", "Bearer k1")
+    assert json.loads(body) == request
+
+
+@pytest.mark.parametrize(
+    ("headers", "read"),
+    [
+        ([], {"status": 200, "body": "data: a\n\ndata: [DONE]\n\n"}),
+        ([("Content-Type", "text/plain")], {"status": 200, "body": "data: a\n\ndata: [DONE]\n\n"}),
+        (SSE, {"status": 200, "events": ["a", "[DONE]"]}),
+    ],
+)
+def test_a_stream_answer_is_read_as_events_only_when_its_media_type_says_so(
+    headers: list[tuple[str, str]], read: dict[str, Any]
+) -> None:
+    with canned_server({("POST", "/v1/chat/completions"): (200, headers, EVENTS)}) as (url, _received):
+        target = opened(url)
+        try:
+            assert target.call("gateway.chat", request=REQUEST | {"stream": True}, api_key="k1") == read
+        finally:
+            target.close()
+
+
+@pytest.mark.parametrize(("elapsed", "complete"), [(0.25, True), (0.25 + 2**-20, False)])
+def test_a_stream_is_read_whole_up_to_exactly_the_request_timeout(
+    monkeypatch: pytest.MonkeyPatch, elapsed: float, complete: bool
+) -> None:
+    """The clock of the kit is read at the request and at each line; here every line comes ``elapsed``
+    seconds after the request (a controlled clock: a real one cannot land on the boundary)."""
+    with canned_server({("POST", "/v1/chat/completions"): (200, SSE, EVENTS)}) as (url, _received):
+        target = opened(url, request_timeout_s=0.25)
+        readings = iter([100.0])
+        monkeypatch.setattr(_http, "_clock", lambda: next(readings, 100.0 + elapsed))
+        try:
+            if complete:
+                answer = target.call("gateway.chat", request=REQUEST | {"stream": True}, api_key="k1")
+                assert answer == {"status": 200, "events": ["a", "[DONE]"]}
+            else:
+                with pytest.raises(TargetError) as info:
+                    target.call("gateway.chat", request=REQUEST | {"stream": True}, api_key="k1")
+                assert (
+                    str(info.value) == f"{url}: the event stream of POST /v1/chat/completions did not end within 0.25 s"
+                )
+        finally:
+            target.close()
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -289,11 +408,10 @@ def test_a_gateway_gone_after_open_makes_chat_and_ledger_errors() -> None:
     try:
         with pytest.raises(TargetError) as info:
             target.call("gateway.chat", request=REQUEST, api_key="k1")
-        assert str(info.value).startswith(f"{url}: POST /v1/chat/completions failed: ")
-        assert "Connect" in str(info.value) or "refused" in str(info.value)
+        assert str(info.value) == f"{url}: POST /v1/chat/completions failed: [Errno 111] Connection refused"
         with pytest.raises(TargetError) as info:
             target.call("gateway.ledger")
-        assert str(info.value).startswith(f"{url}: GET /v1/ledger failed: ")
+        assert str(info.value) == f"{url}: GET /v1/ledger failed: [Errno 111] Connection refused"
     finally:
         target.close()
 

@@ -13,6 +13,7 @@ from conformance.targets._http import (
     DEFAULT_API_KEY,
     DEFAULT_MODEL,
     DEFAULT_REQUEST_TIMEOUT_S,
+    PROBE_TIMEOUT_S,
     HttpOptions,
     _body,
     http_options,
@@ -81,10 +82,11 @@ def test_http_option_defaults() -> None:
         native_bridge=False,
         store_limits=None,
     )
-    assert (DEFAULT_API_KEY, DEFAULT_MODEL, DEFAULT_REQUEST_TIMEOUT_S) == (
+    assert (DEFAULT_API_KEY, DEFAULT_MODEL, DEFAULT_REQUEST_TIMEOUT_S, PROBE_TIMEOUT_S) == (
         "conformance-key",
         "claude-sonnet-4-6",
         120.0,
+        10.0,
     )
 
 

@@ -4,7 +4,9 @@ gone, and bodies outside the API."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -12,7 +14,7 @@ import pytest
 from conformance.targets import HttpOptions, HttpTarget, TargetError
 from conformance.targets._http_store import HttpStore
 from fakels.server import FakeLSThread
-from tests.conformance.targets_support import RecordingLs, echo_server
+from tests.conformance.targets_support import Canned, RecordingLs, canned_server, echo_server
 
 LIMITS = {"max_messages": 400, "max_entry_bytes": 32 * 1024 * 1024}
 Log = list[tuple[str, str, str]]
@@ -120,3 +122,68 @@ def test_a_put_answered_without_an_id_is_an_error(store: HttpStore) -> None:
     with pytest.raises(TargetError) as info:
         store.put([{"role": "user", "content": "no-id"}], 0, {"text": "t"})
     assert str(info.value) == 'the gateway: POST /v1/responses answered 200: {"object": "response", "id": 3}'
+
+
+# ---------------------------------------------------------------------- exact requests and answers
+
+JSON = [("Content-Type", "application/json")]
+LONG = "e" * 600
+ANSWERS: dict[tuple[str, str], Canned] = {
+    ("POST", "/v1/responses"): (200, JSON, b'{"id": "resp_1", "output": []}'),
+    ("GET", "/v1/responses/held/input_items?limit=100&order=asc"): (200, JSON, b'{"data": [], "has_more": false}'),
+    ("GET", "/v1/responses/held"): (500, [], LONG.encode()),
+}
+Received = list[tuple[str, str, dict[str, str], bytes]]
+
+
+@contextmanager
+def canned_store(ls: RecordingLs, answers: Mapping[tuple[str, str], Canned]) -> Iterator[tuple[HttpStore, Received]]:
+    """A store (callers k1, k2; model m) over a gateway answering ``answers``."""
+    with canned_server(answers) as (url, received):
+        target = HttpTarget(url, HttpOptions())
+        try:
+            store = HttpStore(
+                target._send,
+                api_keys=["k1", "k2"],
+                model="m",
+                limits=LIMITS,
+                ls=lambda: ls,
+                describe=lambda what: f"the gateway: {what}",
+            )
+            received.clear()  # the probe at open
+            yield store, received
+        finally:
+            target.close()
+
+
+def test_a_put_posts_the_conversation_to_be_stored_with_the_callers_key(ls: RecordingLs) -> None:
+    messages = [{"role": "user", "content": "keep me"}]
+    with canned_store(ls, ANSWERS) as (store, received):
+        assert store.put(messages, 1, {"text": "t"}) == {"id": "resp_1", "appended": []}
+    [(method, path, headers, body)] = received
+    assert (method, path, headers["authorization"]) == ("POST", "/v1/responses", "Bearer k2")
+    assert json.loads(body) == {"model": "m", "input": messages, "store": True}
+
+
+@pytest.mark.parametrize(
+    ("status", "document", "shown"),
+    [
+        (201, b'{"id": "resp_1"}', '{"id": "resp_1"}'),
+        (500, b'{"id": "resp_1"}', '{"id": "resp_1"}'),
+        (200, b'["resp_1"]', '["resp_1"]'),
+        (502, LONG.encode(), LONG[:500]),
+    ],
+)
+def test_a_put_not_answered_with_a_stored_response_is_an_error_showing_500_characters(
+    ls: RecordingLs, status: int, document: bytes, shown: str
+) -> None:
+    answers = {("POST", "/v1/responses"): (status, JSON, document)}
+    with canned_store(ls, answers) as (store, _received), pytest.raises(TargetError) as info:
+        store.put([{"role": "user", "content": "x"}], 0, {"text": "t"})
+    assert str(info.value) == f"the gateway: POST /v1/responses answered {status}: {shown}"
+
+
+def test_an_answer_that_cannot_be_read_back_is_an_error_naming_its_request(ls: RecordingLs) -> None:
+    with canned_store(ls, ANSWERS) as (store, _received), pytest.raises(TargetError) as info:
+        store.get("held", 0)
+    assert str(info.value) == f"the gateway: GET /v1/responses/held answered 500: {LONG[:500]}"
