@@ -48,6 +48,8 @@ _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _TAIL_LINES = 30
 _STOP_GRACE_S = 5.0
 _POLL_S = 0.05
+# Where process states are read; a system without it (no /proc/self/stat) falls back to the null signal.
+_PROC = Path("/proc")
 
 
 @dataclass(frozen=True)
@@ -362,14 +364,14 @@ def _signal(pid: int, sig: signal.Signals) -> None:
 
 def _running(pid: int) -> bool:
     """Whether ``pid`` is a live process (a zombie is not), from /proc where there is one."""
-    if not Path("/proc/self/stat").exists():
+    if not (_PROC / "self" / "stat").exists():
         try:
             os.kill(pid, 0)
         except (ProcessLookupError, PermissionError):
             return False
         return True
     try:
-        state = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace").rsplit(")", 1)[1].split()
+        state = (_PROC / str(pid) / "stat").read_text(encoding="ascii", errors="replace").rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return False  # gone
     return bool(state) and state[0] not in ("Z", "X")
@@ -378,14 +380,13 @@ def _running(pid: int) -> bool:
 def _group_alive(group: int) -> bool:
     """Whether a live (not zombie) process is left in ``group``: read from /proc where there is one
     (an orphan's zombie waits for init to reap it, which is none of the kit's business)."""
-    proc_root = Path("/proc")
-    if not (proc_root / "self" / "stat").exists():
+    if not (_PROC / "self" / "stat").exists():
         try:
             os.killpg(group, 0)
         except (ProcessLookupError, PermissionError):
             return False
         return True
-    for stat in proc_root.glob("[0-9]*/stat"):
+    for stat in _PROC.glob("[0-9]*/stat"):
         try:
             fields = stat.read_text(encoding="ascii", errors="replace").rsplit(")", 1)[1].split()
         except (OSError, IndexError):
