@@ -4,8 +4,11 @@ HTTP target whose wired LS is an in-process fake the test serves an engine gatew
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import os
+import signal
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -13,9 +16,12 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import pytest
+
 from conformance.ls_handle import InProcessLs, LsHandle
 from conformance.targets._http import HttpOptions, HttpTarget
 from conformance.targets._http_store import DEFAULT_STORE_LIMITS
+from conformance.targets._launch import LaunchedGateway
 from fakels.server import FakeLSThread
 from tests.support import echo_gateway
 
@@ -173,12 +179,19 @@ def echo_server(
     log of requests it received (method, path, bearer key). ``close_each``: no keep-alive."""
     attributes = {"requests": [], "slow_models_s": slow_models_s, "close_each": close_each}
     handler: type[Handler] = type("LoggedHandler", (Handler,), attributes)
+    with _serving(handler) as url:
+        yield url, handler.requests
+
+
+@contextmanager
+def _serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """``handler`` served on a loopback port by a thread of this process; yields the root URL."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", handler.requests
+        yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()
@@ -253,12 +266,24 @@ def canned_server(
     root URL and the log of requests it received."""
     attributes = {"answers": dict(answers), "received": []}
     handler: type[CannedHandler] = type("Canned", (CannedHandler,), attributes)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", handler.received
-    finally:
-        server.shutdown()
-        server.server_close()
+    with _serving(handler) as url:
+        yield url, handler.received
+
+
+@pytest.fixture(scope="module")
+def echo_port() -> Iterator[int]:
+    """The port of an in-process echo gateway, one per test module (bound by the modules that use it)."""
+    with echo_server() as (url, _log):
+        yield int(url.rsplit(":", 1)[1])
+
+
+@pytest.fixture
+def reaped() -> Iterator[list[LaunchedGateway]]:
+    """Gateways whose process group is SIGKILLed after the test, whatever the launcher under test did (a
+    broken stop must fail its test, not leave a TERM-proof loop running)."""
+    gateways: list[LaunchedGateway] = []
+    yield gateways
+    for gateway in gateways:
+        if gateway.pid:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(gateway.pid, signal.SIGKILL)

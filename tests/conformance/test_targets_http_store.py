@@ -37,10 +37,9 @@ def ls(fake: FakeLSThread) -> RecordingLs:
     return RecordingLs(fake, "store-csrf")
 
 
-@pytest.fixture
-def store(echo: tuple[str, Log], ls: RecordingLs) -> Iterator[HttpStore]:
-    target = HttpTarget(echo[0], HttpOptions(api_keys=("k1", "k2")))
-    yield HttpStore(
+def _store_over(target: HttpTarget, ls: RecordingLs) -> HttpStore:
+    """A store (callers k1, k2; model m) sending through ``target``."""
+    return HttpStore(
         target._send,
         api_keys=["k1", "k2"],
         model="m",
@@ -48,6 +47,12 @@ def store(echo: tuple[str, Log], ls: RecordingLs) -> Iterator[HttpStore]:
         ls=lambda: ls,
         describe=lambda what: f"the gateway: {what}",
     )
+
+
+@pytest.fixture
+def store(echo: tuple[str, Log], ls: RecordingLs) -> Iterator[HttpStore]:
+    target = HttpTarget(echo[0], HttpOptions(api_keys=("k1", "k2")))
+    yield _store_over(target, ls)
     target.close()
 
 
@@ -142,14 +147,7 @@ def canned_store(ls: RecordingLs, answers: Mapping[tuple[str, str], Canned]) -> 
     with canned_server(answers) as (url, received):
         target = HttpTarget(url, HttpOptions())
         try:
-            store = HttpStore(
-                target._send,
-                api_keys=["k1", "k2"],
-                model="m",
-                limits=LIMITS,
-                ls=lambda: ls,
-                describe=lambda what: f"the gateway: {what}",
-            )
+            store = _store_over(target, ls)
             received.clear()  # the probe at open
             yield store, received
         finally:

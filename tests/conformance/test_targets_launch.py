@@ -4,12 +4,10 @@ what the kit says about a gateway that fails to come up (the "gateways" here are
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import socket
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,7 +26,7 @@ from conformance.targets._launch import (
     fill,
     free_port,
 )
-from tests.conformance.targets_support import echo_server
+from tests.conformance import targets_support
 
 KNOWN = (
     "{ls_address} (dial: the fake LS's HOST:PORT), {csrf_token} (dial: the CSRF token the fake LS checks), "
@@ -37,11 +35,9 @@ KNOWN = (
 FOR_DIAL = "{ls_address} and {csrf_token} are for dial, {ls_binary} for spawn)"
 NEVER = "the launch command and its --launch-env values never use"
 
-
-@pytest.fixture(scope="module")
-def echo_port() -> Iterator[int]:
-    with echo_server() as (url, _log):
-        yield int(url.rsplit(":", 1)[1])
+# The shared fixtures: one echo gateway per module, launched groups reaped after each test.
+echo_port = targets_support.echo_port
+reaped = targets_support.reaped
 
 
 @pytest.mark.parametrize(
@@ -304,18 +300,6 @@ def test_output_tail_keeps_the_last_lines() -> None:
     lines = "\n".join(f"line {i}" for i in range(11, 41))
     assert str(info.value).endswith(f"exited with code 1 before it answered HTTP; its output ends:\n{lines}")
     assert gateway.output_tail(2) == "line 39\nline 40"
-
-
-@pytest.fixture
-def reaped() -> Iterator[list[LaunchedGateway]]:
-    """Gateways whose process group is SIGKILLed after the test, whatever the launcher under test did (a
-    broken stop must fail its test, not leave a TERM-proof loop running)."""
-    gateways: list[LaunchedGateway] = []
-    yield gateways
-    for gateway in gateways:
-        if gateway.pid:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(gateway.pid, signal.SIGKILL)
 
 
 def _until_output_holds(gateway: LaunchedGateway, text: str) -> None:

@@ -27,6 +27,7 @@ from conformance.targets._launch import LaunchedGateway, LaunchSpec, _group_aliv
 from fakels.proto.exa.language_server_pb import language_server_pb2 as ls_pb
 from fakels.proto.exa.language_server_pb import language_server_pb2_grpc as ls_grpc
 from fakels.standin import ports_file
+from tests.conformance import targets_support
 from tests.conformance.targets_support import echo_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,22 +36,9 @@ NOTE = (
     "outside its process group; the kit ended it\n"
 )
 
-
-@pytest.fixture(scope="module")
-def echo_port() -> Iterator[int]:
-    with echo_server() as (url, _log):
-        yield int(url.rsplit(":", 1)[1])
-
-
-@pytest.fixture
-def reaped() -> Iterator[list[LaunchedGateway]]:
-    """Gateways whose process group is SIGKILLed after the test, whatever the launcher did."""
-    gateways: list[LaunchedGateway] = []
-    yield gateways
-    for gateway in gateways:
-        if gateway.pid:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(gateway.pid, signal.SIGKILL)
+# The shared fixtures: one echo gateway per module, launched groups reaped after each test.
+echo_port = targets_support.echo_port
+reaped = targets_support.reaped
 
 
 @pytest.fixture
