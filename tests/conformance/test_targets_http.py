@@ -335,14 +335,14 @@ def test_a_stream_answer_is_read_as_events_only_when_its_media_type_says_so(
             target.close()
 
 
-@pytest.mark.parametrize(("elapsed", "complete"), [(0.25, True), (0.25 + 2**-20, False)])
+@pytest.mark.parametrize(("elapsed", "complete"), [(5.0, True), (5.0 + 2**-20, False)])
 def test_a_stream_is_read_whole_up_to_exactly_the_request_timeout(
     monkeypatch: pytest.MonkeyPatch, elapsed: float, complete: bool
 ) -> None:
     """The clock of the kit is read at the request and at each line; here every line comes ``elapsed``
     seconds after the request (a controlled clock: a real one cannot land on the boundary)."""
     with canned_server({("POST", "/v1/chat/completions"): (200, SSE, EVENTS)}) as (url, _received):
-        target = opened(url, request_timeout_s=0.25)
+        target = opened(url, request_timeout_s=5.0)  # the real requests are far quicker; the clock decides
         readings = iter([100.0])
         monkeypatch.setattr(_http, "_clock", lambda: next(readings, 100.0 + elapsed))
         try:
@@ -352,9 +352,7 @@ def test_a_stream_is_read_whole_up_to_exactly_the_request_timeout(
             else:
                 with pytest.raises(TargetError) as info:
                     target.call("gateway.chat", request=REQUEST | {"stream": True}, api_key="k1")
-                assert (
-                    str(info.value) == f"{url}: the event stream of POST /v1/chat/completions did not end within 0.25 s"
-                )
+                assert str(info.value) == f"{url}: the event stream of POST /v1/chat/completions did not end within 5 s"
         finally:
             target.close()
 
