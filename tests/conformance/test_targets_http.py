@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import suppress
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -149,7 +150,18 @@ def test_builds_need_the_limits_the_gateway_was_launched_with(
     )
 
 
-def test_a_build_with_the_launch_limits_is_sent(echo: tuple[str, Log], launched: Callable[..., HttpTarget]) -> None:
+def test_a_build_with_the_launch_limits_is_sent(
+    echo: tuple[str, Log], launched: Callable[..., HttpTarget], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sent with a fresh seed drawn from 2**31 values, so a repeated example practically never meets a cached
+    answer (the draw is recorded here and answers 0)."""
+    bounds: list[int] = []
+
+    def draw(bound: int) -> int:
+        bounds.append(bound)
+        return 0
+
+    monkeypatch.setattr(_http, "secrets", SimpleNamespace(randbelow=draw))
     port = int(echo[0].rsplit(":", 1)[1])
     env = {"CASCADE_X": "1", "WINDSURFAPI_Z": "3", "OTHER_Y": "2"}
     launch = LaunchSpec(command="sh -c 'exec sleep 30' {ls_address}", env=env, ready_timeout_s=5)
@@ -164,6 +176,7 @@ def test_a_build_with_the_launch_limits_is_sent(echo: tuple[str, Log], launched:
     sent = {"model": "claude-sonnet-4-6", "messages": REQUEST["messages"], "seed": 0}
     body = echo_gateway.COMPLETION | {"received": sent}
     assert str(failed.value) == prefix + json.dumps({"status": 200, "body": body})[:400]
+    assert bounds == [2**31]
 
 
 def test_a_launched_gateways_failures_say_whether_it_still_runs(echo: tuple[str, Log], tmp_path: Path) -> None:

@@ -333,13 +333,18 @@ def test_stop_returns_only_once_killed_members_are_gone(
     assert gateway.exit_code() == -signal.SIGTERM
 
 
+def _hangup_ends_it() -> None:
+    """In the child before exec: SIGHUP back to its default, even when the test runs under nohup."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def test_without_proc_liveness_is_asked_with_the_null_signal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, impostors: list[subprocess.Popen[bytes]]
 ) -> None:
     """A system without /proc (here: the kit pointed at an empty directory): a process or group is alive
     when the null signal reaches it. The probed group is a child's own session, never pytest's."""
     monkeypatch.setattr(_launch, "_PROC", tmp_path)
-    child = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    child = subprocess.Popen(["sleep", "30"], start_new_session=True, preexec_fn=_hangup_ends_it)
     impostors.append(child)
     assert (_launch._running(child.pid), _group_alive(child.pid)) == (True, True)
     with pytest.raises(subprocess.TimeoutExpired):  # the null signal asks; it never ends the process
