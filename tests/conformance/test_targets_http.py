@@ -4,12 +4,9 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import time
 from collections.abc import Callable, Iterator
-from contextlib import suppress
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -25,12 +22,14 @@ from conformance.targets import (
     _http,
     load_target,
 )
-from conformance.targets._launch import LaunchSpec, free_port
+from conformance.targets._launch import LaunchedGateway, LaunchSpec, free_port
+from tests.conformance import targets_support
 from tests.conformance.targets_support import canned_server, echo_server
 from tests.support import echo_gateway
 
 REQUEST = {"model": "m-test", "messages": [{"role": "user", "content": "hi"}]}
 Log = list[tuple[str, str, str]]
+reaped = targets_support.reaped  # launched gateways' process groups are SIGKILLed after each test
 
 
 @pytest.fixture(scope="module")
@@ -53,23 +52,21 @@ def opened(url: str, **options: object) -> HttpTarget:
 
 
 @pytest.fixture
-def launched() -> Iterator[Callable[..., HttpTarget]]:
-    """Opens launching HTTP targets; at teardown each is closed and its gateway's process group
-    SIGKILLed, whatever the code under test did."""
+def launched(reaped: list[LaunchedGateway]) -> Iterator[Callable[..., HttpTarget]]:
+    """Opens launching HTTP targets; at teardown each is closed, and its gateway's process group is
+    SIGKILLed (``reaped``) whatever the code under test did."""
     targets: list[HttpTarget] = []
 
     def launch(url: str, options: HttpOptions) -> HttpTarget:
         target = HttpTarget(url, options)
         targets.append(target)
+        if target._gateway is not None:
+            reaped.append(target._gateway)
         return target
 
     yield launch
     for target in targets:
         target.close()
-        pid = target._gateway.pid if target._gateway is not None else None
-        if pid:
-            with suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGKILL)
 
 
 def test_an_external_gateway_is_described_by_its_url_and_has_no_wired_ls(

@@ -86,8 +86,12 @@ def user(text: str) -> list[dict[str, Any]]:
     return [{"role": "user", "content": text}]
 
 
-def chat(client: TestClient, body: Mapping[str, Any], *, key: str | None = KEY_A) -> httpx2.Response:
-    return client.post(CHAT, content=json.dumps(body).encode(), headers=headers(key))
+def chat(
+    client: TestClient, body: Mapping[str, Any], *, key: str | None = KEY_A, session_id: str | None = None
+) -> httpx2.Response:
+    """POST ``body`` to the Chat endpoint as ``key``'s caller, in the durable session ``session_id`` if given."""
+    extra = {} if session_id is None else {"X-Session-Id": session_id}
+    return client.post(CHAT, content=json.dumps(body).encode(), headers=headers(key, **extra))
 
 
 def sse_payloads(response: httpx2.Response) -> list[str]:

@@ -78,3 +78,14 @@ def response_defaults(**fields: Any) -> dict[str, Any]:
         "metadata": {},
         **fields,
     }
+
+
+# The events of one output text message in a stream, from its item's added to its item's done.
+TEXT_EVENTS = [
+    "response.output_item.added",
+    "response.content_part.added",
+    "response.output_text.delta",
+    "response.output_text.done",
+    "response.content_part.done",
+    "response.output_item.done",
+]

@@ -179,14 +179,10 @@ def test_a_turn_in_a_durable_session_is_never_served_from_cache(
     fake: FakeLSThread, gw: tuple[Gateway, TestClient]
 ) -> None:
     play(fake, {"chunks": [{"text": "a"}]}, {"chunks": [{"text": "b"}]})
-    body = json.dumps({"model": MODEL, "messages": user("in a session")}).encode()
+    body = {"model": MODEL, "messages": user("in a session")}
     answers = []
     for _ in range(2):
-        response = gw[1].post(
-            "/v1/chat/completions",
-            content=body,
-            headers={"Authorization": f"Bearer {KEY_A}", "Content-Type": "application/json", "X-Session-Id": "s1"},
-        )
+        response = chat(gw[1], body, session_id="s1")
         answers.append(_content(response)["content"])
     assert answers == ["a", "b"]
 
@@ -194,11 +190,7 @@ def test_a_turn_in_a_durable_session_is_never_served_from_cache(
 def test_a_session_log_that_fails_is_a_500_and_a_failed_row(fake: FakeLSThread, gw: tuple[Gateway, TestClient]) -> None:
     gateway, client = gw
     gateway.sessions.close()
-    response = client.post(
-        "/v1/chat/completions",
-        content=json.dumps({"model": MODEL, "messages": user("broken log")}).encode(),
-        headers={"Authorization": f"Bearer {KEY_A}", "Content-Type": "application/json", "X-Session-Id": "s2"},
-    )
+    response = chat(client, {"model": MODEL, "messages": user("broken log")}, session_id="s2")
     assert (response.status_code, response.json()) == (
         500,
         {
@@ -530,12 +522,8 @@ def _tool_conversation(first: str, result: str) -> list[dict[str, Any]]:
 def test_a_session_keeps_the_first_committed_tool_result(fake: FakeLSThread, gw: tuple[Gateway, TestClient]) -> None:
     """The durable record wins: a later request in the session showing another text for c1 sends the stored one."""
     for first, result in (("look", "first text"), ("look again", "changed")):
-        body = json.dumps({"model": MODEL, "messages": _tool_conversation(first, result), "tools": TOOLS}).encode()
-        response = gw[1].post(
-            "/v1/chat/completions",
-            content=body,
-            headers={"Authorization": f"Bearer {KEY_A}", "Content-Type": "application/json", "X-Session-Id": "s9"},
-        )
+        body = {"model": MODEL, "messages": _tool_conversation(first, result), "tools": TOOLS}
+        response = chat(gw[1], body, session_id="s9")
         assert response.status_code == 200
     texts = [sent_text(entry) for entry in sends(fake)]
     assert len(texts) == 2

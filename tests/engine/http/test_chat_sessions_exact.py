@@ -3,7 +3,6 @@ caller's identity (``anonymous`` without API keys), and a recorded prune reaches
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,11 +18,9 @@ from engine.session_log import SessionLog
 from fakels.server import FakeLSThread
 from tests.engine.http import chat_exact_support
 from tests.engine.http.chat_exact_support import (
-    KEY_A,
     MODEL,
     chat,
     gateway_client,
-    headers,
     play,
     sends,
     sent_text,
@@ -45,11 +42,6 @@ def _conversation(result: Any) -> list[dict[str, Any]]:
         {"role": "assistant", "content": None, "tool_calls": [CALL]},
         {"role": "tool", "tool_call_id": "c1", "content": result},
     ]
-
-
-def _in_session(client: TestClient, session_id: str, body: dict[str, Any], key: str | None = KEY_A) -> int:
-    sent = headers(key, **{"X-Session-Id": session_id})
-    return client.post("/v1/chat/completions", content=json.dumps(body).encode(), headers=sent).status_code
 
 
 def _sent_images(fake: FakeLSThread) -> list[int]:
@@ -113,7 +105,7 @@ def test_without_api_keys_a_session_belongs_to_the_caller_anonymous(fake: FakeLS
     play(fake, {"chunks": [{"text": "ok"}]})
     with gateway_client(fake, api_keys={}) as (gateway, client):
         body = {"model": MODEL, "messages": _conversation("kept"), "tools": TOOLS}
-        assert _in_session(client, "s1", body, key=None) == 200
+        assert chat(client, body, key=None, session_id="s1").status_code == 200
         assert gateway.sessions.log is not None
         assert gateway.sessions.log.sessions() == [session_key("anonymous", "s1")]
         found = gateway.sessions.find("anonymous", "s1")
@@ -132,13 +124,13 @@ def test_a_recorded_prune_sends_the_session_result_without_its_image(fake: FakeL
         "tools": TOOLS,
     }
     with gateway_client(fake, session_log=log_path) as (_, client):
-        assert _in_session(client, "s1", body) == 200
+        assert chat(client, body, session_id="s1").status_code == 200
     with SessionLog(log_path) as log:
         key = session_key("caller-a", "s1")
         history = log.restore(key)
         log.attach(key, history)
         history.record_prune(["c1"])
     with gateway_client(fake, session_log=log_path) as (_, client):
-        assert _in_session(client, "s1", body) == 200
+        assert chat(client, body, session_id="s1").status_code == 200
     assert _sent_images(fake) == [1, 0]
     assert all('<tool_result tool_call_id="c1">\nshot\n</tool_result>' in sent_text(e) for e in sends(fake))

@@ -23,6 +23,7 @@ from tests.engine.http.responses_exact_support import (
     KEY_A,
     KEY_B,
     MODEL,
+    TEXT_EVENTS,
     gateway_client,
     headers,
     post,
@@ -280,12 +281,7 @@ def test_a_streamed_turn_is_the_golden_event_sequence_and_is_stored_before_compl
         assert [name for name, _ in events] == [
             "response.created",
             "response.in_progress",
-            "response.output_item.added",
-            "response.content_part.added",
-            "response.output_text.delta",
-            "response.output_text.done",
-            "response.content_part.done",
-            "response.output_item.done",
+            *TEXT_EVENTS,
             "response.completed",
         ]
         created = events[0][1]["response"]

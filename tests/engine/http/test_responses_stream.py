@@ -14,19 +14,11 @@ import pytest
 from engine.http.gateway import ServedGateway
 from fakels.server import FakeLSThread
 from tests.engine.http.conftest import KEY_A, MODEL, play, serve
-from tests.engine.http.responses_exact_support import sse_events_of
+from tests.engine.http.responses_exact_support import TEXT_EVENTS, sse_events_of
 
 USAGE = {"input_tokens": 11, "output_tokens": 4}
 TOOLS: list[Any] = [{"type": "function", "name": "lookup", "parameters": {"type": "object"}}]
 
-TEXT_EVENTS = [
-    "response.output_item.added",
-    "response.content_part.added",
-    "response.output_text.delta",
-    "response.output_text.done",
-    "response.content_part.done",
-    "response.output_item.done",
-]
 CALL_EVENTS = [
     "response.output_item.added",
     "response.function_call_arguments.delta",
