@@ -16,6 +16,12 @@ them), so this script:
    with their diffs (``mutmut show``), and checks them against
    ``mutations/mutmut-accepted-survivors.json``.
 
+A run over every scope takes longer than a machine may stay up. ``--resume`` goes on with the run in
+``mutants/`` where it was cut off: mutmut keeps each verdict as soon as it has one and tests only the
+mutants without one, and :mod:`mutations._mutmut_resume` makes sure the tree and the scopes are the
+ones the run started with (a run record in ``mutants/``), so the pieces add up to one run. Without
+``mutants/``, ``--resume`` starts a fresh run, so the same command serves every piece.
+
 Exit codes: 0 = every scope reached its floor and every survivor is on the accepted list; 1 = a
 scope below its floor or survivors that are not accepted (each printed with its diff); 2 = no
 score: mutmut is missing, failed, stopped early, or left mutants of a chosen scope without a
@@ -48,6 +54,7 @@ import fnmatch
 import json
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -76,6 +83,19 @@ from mutations._mutmut_results import (
     counts_from_statuses,
     covered_score,
     mutation_score,
+)
+from mutations._mutmut_resume import (
+    RUN_RECORD,
+    RunRecord,
+    check_same_run,
+    describe,
+    hashed_files,
+    left_to_run,
+    new_piece,
+    read_record,
+    record_path,
+    retest_unfinished,
+    write_record,
 )
 from mutations._mutmut_scopes import SCOPES_PATH, Scope, choose, load_scopes, statuses_of
 
@@ -156,6 +176,11 @@ def run_mutmut(
             proc.wait()
         raise NoScore("interrupted: mutmut did not finish, so there is no score") from None
     elapsed = time.monotonic() - started
+    if returncode < 0:
+        raise NoScore(
+            f"'mutmut run' was killed by signal {-returncode} ({_signal_name(-returncode)}) after {elapsed:.0f}s; "
+            "the verdicts it reached are kept in mutants/: go on with --resume"
+        )
     if returncode != 0:
         raise NoScore(
             f"'mutmut run' exited {returncode} after {elapsed:.0f}s: it stopped before or while testing mutants "
@@ -163,6 +188,13 @@ def run_mutmut(
             f"cause; to see it: {reproduce_hint(config)}"
         )
     return elapsed
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return "unknown signal"
 
 
 def export_cicd_stats(command: list[str], root: Path) -> dict[str, Any]:
@@ -210,6 +242,40 @@ def show_survivors(command: list[str], root: Path, names: Sequence[str]) -> list
         return list(pool.map(show, names))
 
 
+def resume_run(
+    command: list[str],
+    root: Path,
+    max_children: int | None,
+    config: Mapping[str, Any],
+    scopes: Sequence[Scope],
+    globs: Sequence[str],
+    every_scope: bool,
+) -> float | None:
+    """Test what the run in ``mutants/`` left untested; the wall time of this piece (None: nothing was left)."""
+    mutants = root / MUTANTS_DIR
+    if not record_path(root).is_file():
+        raise NoScore(
+            f"--resume: {mutants} holds no record of the run it came from ({RUN_RECORD}), so it cannot be resumed "
+            "safely; run without --resume to start afresh"
+        )
+    record = read_record(root)
+    check_same_run(record, globs, hashed_files(root, config))
+    retested = retest_unfinished(root)
+    statuses = {name: status for name, status in read_statuses(root).items() if any(s.holds(name) for s in scopes)}
+    left = left_to_run(root, [module for scope in scopes for module in scope.modules()], statuses)
+    print(f"--resume: {describe(record)}; {retested} cut-off result(s) cleared, {len(left)} glob(s) left", flush=True)
+    if not left:
+        print("--resume: every mutant of the chosen scopes has a verdict; mutmut was not run again")
+        return None
+    record = record.with_piece(new_piece())
+    write_record(root, record)
+    # With every scope chosen, only_mutate is exactly their modules: mutmut without names tests just the
+    # mutants without a result. Named mutants are always tested again, so a subset names its open functions.
+    wall_s = run_mutmut(command, root, max_children, config, [] if every_scope else left)
+    write_record(root, record.finishing_last_piece(wall_s))
+    return sum(p.wall_s or 0.0 for p in record.pieces[:-1]) + wall_s
+
+
 # ------------------------------------------------------------------ report
 
 
@@ -235,7 +301,7 @@ def print_report(
     )
     print(f"score among mutants with covering tests: {_percent(covered_score(counts))}")
     if wall_s is not None:
-        print(f"wall time of 'mutmut run': {wall_s:.0f}s")
+        print(f"wall time of 'mutmut run' (every piece of a resumed run that finished): {wall_s:.0f}s")
     no_tests = sorted({function_of(n) for n, s in statuses.items() if s == "no tests"})
     if no_tests:
         print(f"\nfunctions with mutants no selected test reaches ({len(no_tests)}):")
@@ -311,7 +377,14 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--accepted", type=Path, help=f"accepted-survivor list (default: <root>/{ACCEPTED_PATH.as_posix()})"
     )
-    parser.add_argument(
+    given_results = parser.add_mutually_exclusive_group()
+    given_results.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on with the run in mutants/ where it was cut off (only on the tree and scopes it started with); "
+        "without mutants/, start a fresh run",
+    )
+    given_results.add_argument(
         "--report-only",
         action="store_true",
         help="do not run mutmut: report on the results an earlier run left in mutants/ (says so in the output)",
@@ -339,9 +412,15 @@ def main(argv: list[str] | None = None) -> int:
             if not (root / MUTANTS_DIR).is_dir():
                 raise NoScore(f"--report-only: there is no {root / MUTANTS_DIR} from an earlier run")
             print("--report-only: mutmut was NOT run; these are the results an earlier run left in mutants/")
+        elif args.resume and (root / MUTANTS_DIR).exists():
+            every_scope = len(scopes) == len(load_scopes(root / SCOPES_PATH))
+            wall_s = resume_run(command, root, args.max_children, config, scopes, globs, every_scope)
         else:
             fresh_mutants_dir(root)
+            record = RunRecord(tuple(globs), hashed_files(root, config), (new_piece(),))
+            write_record(root, record)
             wall_s = run_mutmut(command, root, args.max_children, config, globs)
+            write_record(root, record.finishing_last_piece(wall_s))
         cicd = export_cicd_stats(command, root)
         every = read_statuses(root)
         every_count = counts_from_statuses(every.values())
