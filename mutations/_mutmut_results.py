@@ -51,6 +51,7 @@ CICD_FIELDS: dict[str, str] = {
     "segfault": "segfault",
 }
 
+
 class NoScore(Exception):
     """mutmut produced no results a score could be computed from."""
 

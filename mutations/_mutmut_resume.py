@@ -7,7 +7,8 @@ resets the verdicts of a function whose source changed, but not those a changed 
 a fresh run records, in ``mutants/cascade-run.json``, a hash of every file mutmut copies into
 ``mutants/`` (pyproject.toml, tests/, the source paths, ``also_copy``) and the mutant globs it was
 started with; ``--resume`` goes on only when both are unchanged, and says which files differ when
-they are not.
+they are not. The one change allowed is a new test module: it can only add kills, so the killed
+verdicts stand and the survivors are tested again.
 
 The accepted-survivor list is left out of the hash: it is read when the report is made, never by
 mutmut, so it may change between the pieces of one run.
@@ -81,8 +82,9 @@ class RunRecord:
             "files": self.files,
         }
 
-    def with_piece(self, piece: Piece) -> RunRecord:
-        return RunRecord(self.globs, self.files, (*self.pieces, piece))
+    def with_piece(self, piece: Piece, files: dict[str, str]) -> RunRecord:
+        """The next piece, on the tree with ``files`` (the same, or with test modules added)."""
+        return RunRecord(self.globs, files, (*self.pieces, piece))
 
     def finishing_last_piece(self, wall_s: float) -> RunRecord:
         last = self.pieces[-1]
@@ -125,16 +127,23 @@ def new_piece() -> Piece:
     return Piece(datetime.now(UTC).isoformat(timespec="seconds"), None)
 
 
-def check_same_run(record: RunRecord, globs: Sequence[str], files: Mapping[str, str]) -> None:
-    """NoScore unless ``record`` was started with these globs on a tree with these files."""
+def check_same_run(record: RunRecord, globs: Sequence[str], files: Mapping[str, str]) -> list[str]:
+    """The test modules added since ``record`` started; NoScore unless it was started with these globs on
+    a tree with these files, give or take added test modules.
+
+    An added test module can only add kills: the verdict of a killed mutant still holds (the tests that
+    killed it are unchanged), and the survivors and untested mutants are tested again with it."""
     if list(record.globs) != list(globs):
         raise NoScore(
             "--resume: mutants/ holds a run of other scopes (its globs: "
             f"{' '.join(record.globs)}); resume it with the same --scope options, or run without --resume"
         )
+    added = sorted(files.keys() - record.files.keys())
+    added_tests = [p for p in added if _is_test_module(p)]
     changed = sorted(
         {p for p in record.files.keys() & files.keys() if record.files[p] != files[p]}
-        | (record.files.keys() ^ files.keys())
+        | (record.files.keys() - files.keys())
+        | (set(added) - set(added_tests))
     )
     if changed:
         shown = ", ".join(changed[:_SHOWN_CHANGES]) + (
@@ -142,8 +151,35 @@ def check_same_run(record: RunRecord, globs: Sequence[str], files: Mapping[str, 
         )
         raise NoScore(
             f"--resume: {len(changed)} file(s) changed since the run in mutants/ started ({shown}); its verdicts "
-            "may not hold for this tree, so run without --resume to start afresh"
+            "may not hold for this tree, so run without --resume to start afresh (only new test modules, "
+            "tests/**/test_*.py, may be added between the pieces of a run)"
         )
+    return added_tests
+
+
+def _is_test_module(path: str) -> bool:
+    name = path.rpartition("/")[2]
+    return path.startswith("tests/") and name.startswith("test_") and name.endswith(".py")
+
+
+def retest_beaten(root: Path, names: Iterable[str]) -> int:
+    """Clear the verdicts "survived" and "no tests" of these mutants, for new tests to have their go."""
+    wanted = set(names)
+    cleared = 0
+    for meta in sorted((root / MUTANTS_DIR).rglob("*.py.meta")):
+        data = json.loads(meta.read_text(encoding="utf-8"))
+        results = data["exit_code_by_key"]
+        beaten = [
+            name
+            for name, code in results.items()
+            if name in wanted and STATUS_BY_EXIT_CODE.get(code) in {"survived", "no tests"}
+        ]
+        for name in beaten:
+            results[name] = None
+        if beaten:
+            meta.write_text(json.dumps(data), encoding="utf-8")
+        cleared += len(beaten)
+    return cleared
 
 
 def retest_unfinished(root: Path) -> int:

@@ -94,6 +94,7 @@ from mutations._mutmut_resume import (
     new_piece,
     read_record,
     record_path,
+    retest_beaten,
     retest_unfinished,
     write_record,
 )
@@ -259,15 +260,23 @@ def resume_run(
             "safely; run without --resume to start afresh"
         )
     record = read_record(root)
-    check_same_run(record, globs, hashed_files(root, config))
+    files = hashed_files(root, config)
+    added_tests = check_same_run(record, globs, files)
     retested = retest_unfinished(root)
+    in_scope = [name for name in read_statuses(root) if any(s.holds(name) for s in scopes)]
+    if added_tests:
+        beaten = retest_beaten(root, in_scope)
+        print(
+            f"--resume: {len(added_tests)} test module(s) added ({', '.join(added_tests)}): {beaten} survivor(s) "
+            "and untested mutant(s) are tested again"
+        )
     statuses = {name: status for name, status in read_statuses(root).items() if any(s.holds(name) for s in scopes)}
     left = left_to_run(root, [module for scope in scopes for module in scope.modules()], statuses)
     print(f"--resume: {describe(record)}; {retested} cut-off result(s) cleared, {len(left)} glob(s) left", flush=True)
     if not left:
         print("--resume: every mutant of the chosen scopes has a verdict; mutmut was not run again")
         return None
-    record = record.with_piece(new_piece())
+    record = record.with_piece(new_piece(), files)
     write_record(root, record)
     # With every scope chosen, only_mutate is exactly their modules: mutmut without names tests just the
     # mutants without a result. Named mutants are always tested again, so a subset names its open functions.

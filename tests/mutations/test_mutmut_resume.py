@@ -249,3 +249,30 @@ def test_the_hash_covers_what_mutmut_copies_and_skips_caches_and_the_accepted_li
 def test_function_globs_name_each_function_once() -> None:
     names = ["m.x_f__mutmut_3", "m.x_f__mutmut_12", "m.xǁCǁg__mutmut_1"]
     assert function_globs(names) == ["m.x_f__mutmut_*", "m.xǁCǁg__mutmut_*"]
+
+
+def test_a_test_module_added_between_pieces_retests_the_survivors_only(
+    root: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    survivor = {**DECODER, "fakels.decoder.x_frame__mutmut_2": 0}
+    _plan(root, die_after=6, decoder=survivor)
+    assert _score(root) == EXIT_NO_SCORE
+    (root / "tests/test_frame.py").write_text("def test_frame(): pass\n", encoding="utf-8")
+    _plan(root, die_after=None)  # the new test kills the survivor
+    capfd.readouterr()
+    assert _score(root, "--resume") == EXIT_OK
+    out = capfd.readouterr().out
+    assert "1 test module(s) added (tests/test_frame.py): 1 survivor(s) and untested mutant(s) are tested again" in out
+    assert "tested 2" in out  # the survivor and the one mutant the cut left
+    record = json.loads((root / "mutants" / RUN_RECORD).read_text(encoding="utf-8"))
+    assert "tests/test_frame.py" in record["files"]
+
+
+@pytest.mark.parametrize("added", ["tests/conftest.py", "tests/support/helpers.py", "fakels/test_inside.py"])
+def test_other_added_files_are_not_resumed(root: Path, added: str, capsys: pytest.CaptureFixture[str]) -> None:
+    _cut_off_run(root, 2)
+    (root / added).parent.mkdir(parents=True, exist_ok=True)
+    (root / added).write_text("x = 1\n", encoding="utf-8")
+    capsys.readouterr()
+    assert _score(root, "--resume") == EXIT_NO_SCORE
+    assert f"({added});" in capsys.readouterr().err
