@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -165,27 +165,19 @@ def _is_test_module(path: str) -> bool:
 def retest_beaten(root: Path, names: Iterable[str]) -> int:
     """Clear the verdicts "survived" and "no tests" of these mutants, for new tests to have their go."""
     wanted = set(names)
-    cleared = 0
-    for meta in sorted((root / MUTANTS_DIR).rglob("*.py.meta")):
-        data = json.loads(meta.read_text(encoding="utf-8"))
-        results = data["exit_code_by_key"]
-        beaten = [
-            name
-            for name, code in results.items()
-            if name in wanted and STATUS_BY_EXIT_CODE.get(code) in {"survived", "no tests"}
-        ]
-        for name in beaten:
-            results[name] = None
-        if beaten:
-            meta.write_text(json.dumps(data), encoding="utf-8")
-        cleared += len(beaten)
-    return cleared
+    return _clear(root, lambda name, status: name in wanted and status in {"survived", "no tests"})
 
 
 def retest_unfinished(root: Path) -> int:
     """Clear the results that are no verdict (see ``_RETESTED``) so mutmut tests those mutants again;
     a results file cut off mid-write is removed (mutmut makes it again, its mutants untested).
     Returns how many mutants will be tested again."""
+    return _clear(root, lambda name, status: status in _RETESTED)
+
+
+def _clear(root: Path, clear: Callable[[str, str], bool]) -> int:
+    """Set to null the results ``clear(name, status)`` picks, so mutmut tests those mutants again; remove a
+    results file that is not whole. Returns how many results were cleared."""
     cleared = 0
     for meta in sorted((root / MUTANTS_DIR).rglob("*.py.meta")):
         try:
@@ -196,14 +188,12 @@ def retest_unfinished(root: Path) -> int:
         except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError):
             meta.unlink()
             continue
-        unfinished = [
-            name for name, code in results.items() if STATUS_BY_EXIT_CODE.get(code, "suspicious") in _RETESTED
-        ]
-        for name in unfinished:
+        picked = [name for name, code in results.items() if clear(name, STATUS_BY_EXIT_CODE.get(code, "suspicious"))]
+        for name in picked:
             results[name] = None
-        if unfinished:
+        if picked:
             meta.write_text(json.dumps(data), encoding="utf-8")
-        cleared += len(unfinished)
+        cleared += len(picked)
     return cleared
 
 
