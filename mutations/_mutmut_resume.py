@@ -162,10 +162,9 @@ def _is_test_module(path: str) -> bool:
     return path.startswith("tests/") and name.startswith("test_") and name.endswith(".py")
 
 
-def retest_beaten(root: Path, names: Iterable[str]) -> int:
-    """Clear the verdicts "survived" and "no tests" of these mutants, for new tests to have their go."""
-    wanted = set(names)
-    return _clear(root, lambda name, status: name in wanted and status in {"survived", "no tests"})
+def retest_beaten(root: Path, chosen: Callable[[str], bool]) -> int:
+    """Clear the verdicts "survived" and "no tests" of the ``chosen`` mutants, for new tests to have their go."""
+    return _clear(root, lambda name, status: status in {"survived", "no tests"} and chosen(name))
 
 
 def retest_unfinished(root: Path) -> int:

@@ -263,9 +263,8 @@ def resume_run(
     files = hashed_files(root, config)
     added_tests = check_same_run(record, globs, files)
     retested = retest_unfinished(root)
-    in_scope = [name for name in read_statuses(root) if any(s.holds(name) for s in scopes)]
     if added_tests:
-        beaten = retest_beaten(root, in_scope)
+        beaten = retest_beaten(root, lambda name: any(s.holds(name) for s in scopes))
         print(
             f"--resume: {len(added_tests)} test module(s) added ({', '.join(added_tests)}): {beaten} survivor(s) "
             "and untested mutant(s) are tested again"
@@ -406,7 +405,8 @@ def main(argv: list[str] | None = None) -> int:
     root: Path = args.root.resolve()
     accepted_path: Path = args.accepted or root / ACCEPTED_PATH
     try:
-        scopes = choose(load_scopes(root / SCOPES_PATH), args.scope)
+        known_scopes = load_scopes(root / SCOPES_PATH)
+        scopes = choose(known_scopes, args.scope)
         if args.list_scopes:
             for scope in scopes:
                 print(f"{scope.name:<20} floor {scope.min_score:.1f}%  {scope.about}")
@@ -422,8 +422,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise NoScore(f"--report-only: there is no {root / MUTANTS_DIR} from an earlier run")
             print("--report-only: mutmut was NOT run; these are the results an earlier run left in mutants/")
         elif args.resume and (root / MUTANTS_DIR).exists():
-            every_scope = len(scopes) == len(load_scopes(root / SCOPES_PATH))
-            wall_s = resume_run(command, root, args.max_children, config, scopes, globs, every_scope)
+            wall_s = resume_run(command, root, args.max_children, config, scopes, globs, scopes == known_scopes)
         else:
             fresh_mutants_dir(root)
             record = RunRecord(tuple(globs), hashed_files(root, config), (new_piece(),))

@@ -69,11 +69,15 @@ def _score(root: Path, *args: str) -> int:
     return main(["--root", str(root), "--max-children", "2", *args])
 
 
-def _cut_off_run(root: Path, after: int, *args: str) -> None:
-    """A run that mutmut's machine ends (SIGKILL) after ``after`` results."""
-    _plan(root, die_after=after)
+def _cut_off_run(root: Path, after: int, *args: str, decoder: dict[str, int] = DECODER) -> None:
+    """A run that mutmut's machine ends (SIGKILL) after ``after`` results; the next run goes on with the same
+    outcomes for ``decoder``'s mutants."""
+    _plan(root, die_after=after, decoder=decoder)
     assert _score(root, *args) == EXIT_NO_SCORE
-    _plan(root, die_after=None)
+    _plan(root, die_after=None, decoder=decoder)
+
+
+SURVIVOR = {**DECODER, "fakels.decoder.x_frame__mutmut_2": 0}
 
 
 def test_a_run_cut_off_goes_on_where_it_stopped_and_scores_the_whole(
@@ -134,9 +138,7 @@ def test_a_changed_tree_is_not_resumed(root: Path, edit: str, capsys: pytest.Cap
 
 
 def test_the_accepted_list_may_change_between_pieces(root: Path) -> None:
-    _plan(root, die_after=2, decoder={**DECODER, "fakels.decoder.x_frame__mutmut_2": 0})
-    assert _score(root) == EXIT_NO_SCORE
-    _plan(root, die_after=None, decoder={**DECODER, "fakels.decoder.x_frame__mutmut_2": 0})
+    _cut_off_run(root, 2, decoder=SURVIVOR)
     accepted = [
         {
             "mutant": "fakels.decoder.x_frame__mutmut_*",
@@ -150,9 +152,7 @@ def test_the_accepted_list_may_change_between_pieces(root: Path) -> None:
 
 
 def test_a_survivor_found_by_a_resumed_run_is_triaged(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    _plan(root, die_after=1, decoder={**DECODER, "fakels.decoder.x_frame__mutmut_2": 0})
-    assert _score(root) == EXIT_NO_SCORE
-    _plan(root, die_after=None, decoder={**DECODER, "fakels.decoder.x_frame__mutmut_2": 0})
+    _cut_off_run(root, 1, decoder=SURVIVOR)
     assert _score(root, "--resume") == EXIT_UNACCEPTED
     assert "SURVIVED  fakels.decoder.x_frame__mutmut_2" in capsys.readouterr().out
 
@@ -254,9 +254,7 @@ def test_function_globs_name_each_function_once() -> None:
 def test_a_test_module_added_between_pieces_retests_the_survivors_only(
     root: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    survivor = {**DECODER, "fakels.decoder.x_frame__mutmut_2": 0}
-    _plan(root, die_after=6, decoder=survivor)
-    assert _score(root) == EXIT_NO_SCORE
+    _cut_off_run(root, 6, decoder=SURVIVOR)
     (root / "tests/test_frame.py").write_text("def test_frame(): pass\n", encoding="utf-8")
     _plan(root, die_after=None)  # the new test kills the survivor
     capfd.readouterr()
