@@ -11,7 +11,8 @@ they are not. The one change allowed is a new test module: it can only add kills
 verdicts stand and the survivors are tested again.
 
 The accepted-survivor list is left out of the hash: it is read when the report is made, never by
-mutmut, so it may change between the pieces of one run.
+mutmut, so it may change between the pieces of one run. So are checkpoints of the run
+(``*.mutmut-checkpoint.gz``, see :mod:`mutations._mutmut_checkpoint`).
 """
 
 from __future__ import annotations
@@ -29,11 +30,13 @@ from mutations._mutmut_accepted import ACCEPTED_PATH
 from mutations._mutmut_results import MUTANTS_DIR, STATUS_BY_EXIT_CODE, NoScore, load_document
 
 RUN_RECORD = "cascade-run.json"
+# A checkpoint of the run (see mutations._mutmut_checkpoint) may sit in the tree; it is never part of it.
+CHECKPOINT_SUFFIX = ".mutmut-checkpoint.gz"
 _RECORD_VERSION = 1
 _SKIPPED_DIRS = frozenset({"__pycache__", ".hypothesis", ".pytest_cache", ".mypy_cache", ".ruff_cache", MUTANTS_DIR})
 # Statuses that are no verdict on the mutant: the run was cut while testing it (SIGKILL reads as
 # "segfault"), or its result is not one mutmut knows. A resumed run tests them again.
-_RETESTED = frozenset({"not checked", "check was interrupted by user", "segfault", "suspicious"})
+RETESTED = frozenset({"not checked", "check was interrupted by user", "segfault", "suspicious"})
 _SHOWN_CHANGES = 10
 
 
@@ -44,7 +47,7 @@ def hashed_files(root: Path, config: Mapping[str, Any]) -> dict[str, str]:
     for top in dict.fromkeys(str(t).rstrip("/") for t in tops):
         for path in _walk(root / top):
             relative = path.relative_to(root).as_posix()
-            if relative != ACCEPTED_PATH.as_posix():
+            if relative != ACCEPTED_PATH.as_posix() and not relative.endswith(CHECKPOINT_SUFFIX):
                 found[relative] = hashlib.sha256(path.read_bytes()).hexdigest()
     return dict(sorted(found.items()))
 
@@ -91,7 +94,7 @@ class RunRecord:
         return RunRecord(self.globs, self.files, (*self.pieces[:-1], Piece(last.started, wall_s)))
 
 
-def _parse_record(data: Any) -> RunRecord:
+def parse_record(data: Any) -> RunRecord:
     if not isinstance(data, dict) or data.get("version") != _RECORD_VERSION:
         raise ValueError(f"not a run record of version {_RECORD_VERSION}")
     globs, files, pieces = data.get("globs"), data.get("files"), data.get("pieces")
@@ -112,7 +115,7 @@ def record_path(root: Path) -> Path:
 
 
 def read_record(root: Path) -> RunRecord:
-    return load_document(record_path(root), "the run record", _parse_record)
+    return load_document(record_path(root), "the run record", parse_record)
 
 
 def write_record(root: Path, record: RunRecord) -> None:
@@ -168,10 +171,10 @@ def retest_beaten(root: Path, chosen: Callable[[str], bool]) -> int:
 
 
 def retest_unfinished(root: Path) -> int:
-    """Clear the results that are no verdict (see ``_RETESTED``) so mutmut tests those mutants again;
+    """Clear the results that are no verdict (see ``RETESTED``) so mutmut tests those mutants again;
     a results file cut off mid-write is removed (mutmut makes it again, its mutants untested).
     Returns how many mutants will be tested again."""
-    return _clear(root, lambda name, status: status in _RETESTED)
+    return _clear(root, lambda name, status: status in RETESTED)
 
 
 def _clear(root: Path, clear: Callable[[str, str], bool]) -> int:

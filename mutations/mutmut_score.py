@@ -20,7 +20,9 @@ A run over every scope takes longer than a machine may stay up. ``--resume`` goe
 ``mutants/`` where it was cut off: mutmut keeps each verdict as soon as it has one and tests only the
 mutants without one, and :mod:`mutations._mutmut_resume` makes sure the tree and the scopes are the
 ones the run started with (a run record in ``mutants/``), so the pieces add up to one run. Without
-``mutants/``, ``--resume`` starts a fresh run, so the same command serves every piece.
+``mutants/``, ``--resume`` starts a fresh run, so the same command serves every piece. When
+``mutants/`` itself will not outlive the machine, ``--save-checkpoint FILE`` keeps the verdicts in one
+file and ``--resume-from FILE`` goes on with them on another checkout (:mod:`mutations._mutmut_checkpoint`).
 
 Exit codes: 0 = every scope reached its floor and every survivor is on the accepted list; 1 = a
 scope below its floor or survivors that are not accepted (each printed with its diff); 2 = no
@@ -73,6 +75,7 @@ from mutations._mutmut_accepted import (
     order,
     triage,
 )
+from mutations._mutmut_checkpoint import restore_checkpoint, save_checkpoint
 from mutations._mutmut_results import (
     CICD_STATS,
     MUTANTS_DIR,
@@ -85,6 +88,7 @@ from mutations._mutmut_results import (
     mutation_score,
 )
 from mutations._mutmut_resume import (
+    CHECKPOINT_SUFFIX,
     RUN_RECORD,
     RunRecord,
     check_same_run,
@@ -393,6 +397,19 @@ def _parser() -> argparse.ArgumentParser:
         "without mutants/, start a fresh run",
     )
     given_results.add_argument(
+        "--resume-from",
+        type=Path,
+        metavar="FILE",
+        help="on a checkout without mutants/: restore the run saved by --save-checkpoint, then go on as --resume",
+    )
+    given_results.add_argument(
+        "--save-checkpoint",
+        type=Path,
+        metavar="FILE",
+        help=f"run nothing: save the verdicts of the run in mutants/ to FILE (named *{CHECKPOINT_SUFFIX}), "
+        "for --resume-from on another checkout or machine",
+    )
+    given_results.add_argument(
         "--report-only",
         action="store_true",
         help="do not run mutmut: report on the results an earlier run left in mutants/ (says so in the output)",
@@ -412,6 +429,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{scope.name:<20} floor {scope.min_score:.1f}%  {scope.about}")
                 print(f"{'':<20} {' '.join(scope.mutants)}")
             return EXIT_OK
+        if args.save_checkpoint:
+            decided, open_ = save_checkpoint(root, args.save_checkpoint)
+            print(f"--save-checkpoint: {args.save_checkpoint}: {decided} verdict(s) kept, {open_} mutant(s) still open")
+            return EXIT_OK
         accepted = load_accepted(accepted_path)
         command = mutmut_command()
         config = read_config(root)
@@ -421,6 +442,10 @@ def main(argv: list[str] | None = None) -> int:
             if not (root / MUTANTS_DIR).is_dir():
                 raise NoScore(f"--report-only: there is no {root / MUTANTS_DIR} from an earlier run")
             print("--report-only: mutmut was NOT run; these are the results an earlier run left in mutants/")
+        elif args.resume_from:
+            record = restore_checkpoint(root, args.resume_from)
+            print(f"--resume-from: restored the run of {args.resume_from} ({describe(record)})", flush=True)
+            wall_s = resume_run(command, root, args.max_children, config, scopes, globs, scopes == known_scopes)
         elif args.resume and (root / MUTANTS_DIR).exists():
             wall_s = resume_run(command, root, args.max_children, config, scopes, globs, scopes == known_scopes)
         else:
