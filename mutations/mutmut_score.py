@@ -52,8 +52,10 @@ child process ("no tests"). Invariants that live there are pinned by the kit's o
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fnmatch
 import json
+import os
 import shlex
 import shutil
 import signal
@@ -167,19 +169,24 @@ def run_mutmut(
     print(f"$ {' '.join(args)}", flush=True)
     started = time.monotonic()
     try:
-        proc = subprocess.Popen(args, cwd=root)
+        # A process group of its own: mutmut leaves its fork server (and whatever a test started) running
+        # when it stops early, e.g. after a red clean run; those must not go on eating the cores.
+        proc = subprocess.Popen(args, cwd=root, process_group=0)
     except OSError as exc:
         raise NoScore(f"cannot start mutmut: {exc}") from None
     try:
         returncode = proc.wait()
     except KeyboardInterrupt:
-        # Ctrl-C reached mutmut too (same process group): let it stop its workers, then make sure it is gone.
+        # Ctrl-C reaches only the foreground group: pass it on, let mutmut stop its workers, then end it.
+        _signal_group(proc.pid, signal.SIGINT)
         try:
             proc.wait(timeout=INTERRUPT_GRACE_S)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
         raise NoScore("interrupted: mutmut did not finish, so there is no score") from None
+    finally:
+        _signal_group(proc.pid, signal.SIGKILL)
     elapsed = time.monotonic() - started
     if returncode < 0:
         raise NoScore(
@@ -193,6 +200,11 @@ def run_mutmut(
             f"cause; to see it: {reproduce_hint(config)}"
         )
     return elapsed
+
+
+def _signal_group(group: int, signum: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):  # nothing of the group is left
+        os.killpg(group, signum)
 
 
 def _signal_name(number: int) -> str:

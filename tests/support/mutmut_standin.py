@@ -8,7 +8,10 @@ mutants exist and the exit code each gets come from ``mutmut-plan.json`` in the 
 
     {"modules": {"fakels/decoder.py": {"fakels.decoder.x_f__mutmut_1": 1}}, "die_after": 2}
 
-``die_after`` makes ``run`` SIGKILL itself after that many results (a machine going down mid-run).
+``die_after`` makes ``run`` SIGKILL itself after that many results (a machine going down mid-run);
+``exit_code`` is what ``run`` exits with; ``stall_s`` makes it sleep before testing; ``leave_behind``
+makes it leave a sleeping child in its process group (its pid in ``mutmut-left-behind.pid``), as
+mutmut leaves its fork server when it stops early.
 Every call's arguments are appended to ``mutmut-calls.jsonl``.
 """
 
@@ -19,6 +22,7 @@ import json
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +47,7 @@ def _run(plan: dict[str, Any], names: list[str]) -> int:
         results[module_path] = data = _load(module_path, codes)
         _meta(module_path).parent.mkdir(parents=True, exist_ok=True)
         _meta(module_path).write_text(json.dumps(data), encoding="utf-8")
+    time.sleep(plan.get("stall_s", 0))
     tested = 0
     for module_path, codes in plan["modules"].items():
         data = results[module_path]
@@ -58,7 +63,18 @@ def _run(plan: dict[str, Any], names: list[str]) -> int:
             _meta(module_path).write_text(json.dumps(data), encoding="utf-8")
             tested += 1
     print(f"tested {tested}")
-    return 0
+    if plan.get("leave_behind"):
+        _leave_behind()
+    return int(plan.get("exit_code", 0))
+
+
+def _leave_behind() -> None:
+    """A child that outlives this process, as mutmut's fork server does when mutmut stops early."""
+    child = os.fork()
+    if child == 0:
+        time.sleep(120)
+        os._exit(0)
+    Path("mutmut-left-behind.pid").write_text(str(child), encoding="utf-8")
 
 
 def _export() -> int:
