@@ -69,3 +69,16 @@ def test_ctrl_c_is_passed_on_to_mutmut(root: Path, capsys: pytest.CaptureFixture
     assert "interrupted: mutmut did not finish, so there is no score" in capsys.readouterr().err
     # mutmut stopped on the SIGINT itself, well before the grace period would have ended it.
     assert time.monotonic() - pressed[0] < INTERRUPT_GRACE_S / 2
+
+
+def test_mutmut_runs_with_a_fixed_hash_seed(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # mutmut passes each mutant's tests as a set: the seed fixes their order, and so the verdicts.
+    monkeypatch.delenv("PYTHONHASHSEED", raising=False)
+    assert score(root) == EXIT_OK
+    assert (root / "mutmut-hash-seed.txt").read_text(encoding="utf-8") == "0"
+
+
+def test_a_hash_seed_the_caller_chose_is_kept(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHONHASHSEED", "1234")
+    assert score(root) == EXIT_OK
+    assert (root / "mutmut-hash-seed.txt").read_text(encoding="utf-8") == "1234"

@@ -12,7 +12,8 @@ mutants exist and the exit code each gets come from ``mutmut-plan.json`` in the 
 ``exit_code`` is what ``run`` exits with; ``stall_s`` makes it sleep before testing; ``leave_behind``
 makes it leave a sleeping child in its process group (its pid in ``mutmut-left-behind.pid``), as
 mutmut leaves its fork server when it stops early.
-Every call's arguments are appended to ``mutmut-calls.jsonl``.
+Every call's arguments are appended to ``mutmut-calls.jsonl``; the last run's PYTHONHASHSEED is in
+``mutmut-hash-seed.txt``.
 """
 
 from __future__ import annotations
@@ -109,6 +110,7 @@ def main(argv: list[str]) -> int:
         calls.write(json.dumps(argv) + "\n")
     plan = json.loads(PLAN.read_text(encoding="utf-8"))
     if argv[0] == "run":
+        Path("mutmut-hash-seed.txt").write_text(os.environ.get("PYTHONHASHSEED", "unset"), encoding="utf-8")
         rest = argv[1:]
         if rest[:1] == ["--max-children"]:
             rest = rest[2:]
