@@ -8,6 +8,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,15 @@ def test_what_mutmut_leaves_running_is_ended(root: Path, exit_code: int, verdict
     assert not _running(pid), f"mutmut's left-behind child {pid} still runs"
 
 
+@pytest.fixture
+def ctrl_c_raises() -> Iterator[None]:
+    """Ctrl-C as at a terminal: a pytest-xdist worker ignores SIGINT (and a child would inherit that)."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+@pytest.mark.usefixtures("ctrl_c_raises")
 def test_ctrl_c_is_passed_on_to_mutmut(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _plan_more(root, stall_s=10 * INTERRUPT_GRACE_S)
     pressed: list[float] = []
