@@ -7,8 +7,10 @@ resets the verdicts of a function whose source changed, but not those a changed 
 a fresh run records, in ``mutants/cascade-run.json``, a hash of every file mutmut copies into
 ``mutants/`` (pyproject.toml, tests/, the source paths, ``also_copy``) and the mutant globs it was
 started with; ``--resume`` goes on only when both are unchanged, and says which files differ when
-they are not. The one change allowed is a new test module: it can only add kills, so the killed
-verdicts stand and the survivors are tested again.
+they are not. The one change allowed is a new test module that mutmut's test selection collects
+(the kit's selection names ``tests/mutmut_added/`` for this): it can only add kills, so the killed
+verdicts stand and the survivors are tested again. A module the selection does not collect is
+refused, since mutmut would never run it, and changing the selection resets every result.
 
 The accepted-survivor list is left out of the hash: it is read when the report is made, never by
 mutmut, so it may change between the pieces of one run. So are checkpoints of the run
@@ -130,12 +132,17 @@ def new_piece() -> Piece:
     return Piece(datetime.now(UTC).isoformat(timespec="seconds"), None)
 
 
-def check_same_run(record: RunRecord, globs: Sequence[str], files: Mapping[str, str]) -> list[str]:
+def check_same_run(
+    record: RunRecord, globs: Sequence[str], files: Mapping[str, str], selection: Sequence[str]
+) -> list[str]:
     """The test modules added since ``record`` started; NoScore unless it was started with these globs on
-    a tree with these files, give or take added test modules.
+    a tree with these files, give or take added test modules that mutmut's test ``selection``
+    (``pytest_add_cli_args_test_selection``) collects.
 
     An added test module can only add kills: the verdict of a killed mutant still holds (the tests that
-    killed it are unchanged), and the survivors and untested mutants are tested again with it."""
+    killed it are unchanged), and the survivors and untested mutants are tested again with it. mutmut
+    only ever runs the tests its selection collects, and resets every result when the selection
+    changes, so a module outside the selection would be a test no mutant meets."""
     if list(record.globs) != list(globs):
         raise NoScore(
             "--resume: mutants/ holds a run of other scopes (its globs: "
@@ -143,6 +150,21 @@ def check_same_run(record: RunRecord, globs: Sequence[str], files: Mapping[str, 
         )
     added = sorted(files.keys() - record.files.keys())
     added_tests = [p for p in added if _is_test_module(p)]
+    uncollected = [p for p in added_tests if not _collected(p, selection)]
+    if uncollected:
+        folders = [entry for entry in selection if not entry.endswith(".py")]
+        where = (
+            f"put it under a folder the selection names ({', '.join(folders)})"
+            if folders
+            else "the selection names no folder to put it in"
+        )
+        them = "it" if len(uncollected) == 1 else "them"
+        raise NoScore(
+            f"--resume: {', '.join(uncollected)} added since the run in mutants/ started, but mutmut's test "
+            f"selection (pytest_add_cli_args_test_selection) does not collect {them}, so no mutant would meet "
+            f"{them}: {where}, or run without --resume to start afresh (mutmut resets every result when the "
+            "selection changes)"
+        )
     changed = sorted(
         {p for p in record.files.keys() & files.keys() if record.files[p] != files[p]}
         | (record.files.keys() - files.keys())
@@ -155,7 +177,7 @@ def check_same_run(record: RunRecord, globs: Sequence[str], files: Mapping[str, 
         raise NoScore(
             f"--resume: {len(changed)} file(s) changed since the run in mutants/ started ({shown}); its verdicts "
             "may not hold for this tree, so run without --resume to start afresh (only new test modules, "
-            "tests/**/test_*.py, may be added between the pieces of a run)"
+            "tests/**/test_*.py, that mutmut's test selection collects may be added between the pieces of a run)"
         )
     return added_tests
 
@@ -163,6 +185,18 @@ def check_same_run(record: RunRecord, globs: Sequence[str], files: Mapping[str, 
 def _is_test_module(path: str) -> bool:
     name = path.rpartition("/")[2]
     return path.startswith("tests/") and name.startswith("test_") and name.endswith(".py")
+
+
+def _collected(path: str, selection: Sequence[str]) -> bool:
+    """Whether pytest, given mutmut's test selection, collects the test module at ``path``. With no
+    selection, mutmut gives pytest no paths and it collects every test module."""
+    if not selection:
+        return True
+    for entry in selection:
+        selected = entry.partition("::")[0].rstrip("/")
+        if path == selected or path.startswith(f"{selected}/"):
+            return True
+    return False
 
 
 def retest_beaten(root: Path, chosen: Callable[[str], bool]) -> int:

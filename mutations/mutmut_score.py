@@ -283,7 +283,10 @@ def resume_run(
         )
     record = read_record(root)
     files = hashed_files(root, config)
-    added_tests = check_same_run(record, globs, files)
+    selection = config.get("pytest_add_cli_args_test_selection", [])
+    if not isinstance(selection, list) or not all(isinstance(entry, str) for entry in selection):
+        raise NoScore("pyproject.toml: [tool.mutmut] pytest_add_cli_args_test_selection must be a list of test paths")
+    added_tests = check_same_run(record, globs, files, selection)
     retested = retest_unfinished(root)
     if added_tests:
         beaten = retest_beaten(root, lambda name: any(s.holds(name) for s in scopes))

@@ -166,3 +166,12 @@ def test_survivors_match_by_function_and_changed_lines_not_by_number() -> None:
     assert [(s.name, e) for s, e in matched] == [(survivor.name, pinned)]
     assert unaccepted == []
     assert unused == [other_line]
+
+
+@pytest.mark.static_check
+def test_the_selection_names_a_folder_for_test_modules_added_mid_run() -> None:
+    """--resume takes a new test module only where mutmut collects it, and a changed selection resets
+    every result: without a selected folder, a survivor found mid-run could only be killed afresh."""
+    folders = [entry for entry in _mutmut_config()["pytest_add_cli_args_test_selection"] if not entry.endswith(".py")]
+    assert folders == ["tests/mutmut_added/"]
+    assert (ROOT / "tests/mutmut_added/__init__.py").is_file()

@@ -213,3 +213,68 @@ def test_other_added_files_are_not_resumed(root: Path, added: str, capsys: pytes
     capsys.readouterr()
     assert score(root, "--resume") == EXIT_NO_SCORE
     assert f"({added});" in capsys.readouterr().err
+
+
+def _select(root: Path, *selection: str) -> None:
+    """mutmut's test selection in the tree's pyproject.toml (before the run starts: the file is hashed)."""
+    pyproject = root / "pyproject.toml"
+    listed = ", ".join(json.dumps(entry) for entry in selection)
+    pyproject.write_text(
+        pyproject.read_text(encoding="utf-8") + f"pytest_add_cli_args_test_selection = [{listed}]\n", encoding="utf-8"
+    )
+    for entry in selection:
+        (root / entry).parent.mkdir(parents=True, exist_ok=True)
+        if entry.endswith("/"):
+            (root / entry).mkdir(exist_ok=True)
+
+
+def test_an_added_test_module_under_a_selected_folder_retests_the_survivors(
+    root: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    _select(root, "tests/test_decoder.py", "tests/added/")
+    cut_off_run(root, 6, decoder=SURVIVOR)
+    (root / "tests/added/test_frame.py").write_text("def test_frame(): pass\n", encoding="utf-8")
+    plan(root, die_after=None)  # the new test kills the survivor
+    capfd.readouterr()
+    assert score(root, "--resume") == EXIT_OK
+    out = capfd.readouterr().out
+    assert "1 test module(s) added (tests/added/test_frame.py): 1 survivor(s) and untested mutant(s)" in out
+    assert "tested 2" in out
+
+
+@pytest.mark.parametrize(
+    ("selection", "where"),
+    [
+        (("tests/test_decoder.py",), "the selection names no folder to put it in"),
+        (("tests/test_decoder.py", "tests/added/"), "put it under a folder the selection names (tests/added/)"),
+        (("tests/test_decoder.py", "tests/add"), "put it under a folder the selection names (tests/add)"),
+    ],
+)
+def test_an_added_test_module_that_mutmut_would_not_collect_is_not_resumed(
+    root: Path, selection: tuple[str, ...], where: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """mutmut runs only the tests its selection collects, so a module outside it could kill nothing."""
+    _select(root, *selection)
+    cut_off_run(root, 2)
+    (root / "tests/additional").mkdir()
+    (root / "tests/additional/test_frame.py").write_text("def test_frame(): pass\n", encoding="utf-8")
+    capsys.readouterr()
+    assert score(root, "--resume") == EXIT_NO_SCORE
+    err = capsys.readouterr().err
+    assert (
+        "--resume: tests/additional/test_frame.py added since the run in mutants/ started, but mutmut's test "
+        "selection (pytest_add_cli_args_test_selection) does not collect it, so no mutant would meet it: "
+        f"{where}, or run without --resume to start afresh" in err
+    )
+    assert len(runs(root)) == 1
+
+
+def test_a_selection_that_is_not_a_list_of_paths_is_no_score(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cut_off_run(root, 2)
+    (root / "pyproject.toml").write_text(
+        (root / "pyproject.toml").read_text(encoding="utf-8") + "pytest_add_cli_args_test_selection = 'tests'\n",
+        encoding="utf-8",
+    )
+    capsys.readouterr()
+    assert score(root, "--resume") == EXIT_NO_SCORE
+    assert "pytest_add_cli_args_test_selection must be a list of test paths" in capsys.readouterr().err
