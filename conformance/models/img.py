@@ -47,7 +47,6 @@ PLANNER_DEFAULT = "CONVERSATIONAL_PLANNER_MODE_DEFAULT"
 ROLES = ("user", "assistant")
 
 
-
 def utf16_len(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
@@ -249,8 +248,6 @@ def position_of(labels: Sequence[str], slot: Slot) -> int | None:
     return labels.index(slot.name) + 1 if slot.image is not None and slot.name in labels else None
 
 
-
-
 def summary(expected: Model) -> dict[str, Any]:
     return {
         "first_included": expected.first_included,
@@ -259,8 +256,6 @@ def summary(expected: Model) -> dict[str, Any]:
         "history_attached": [s.name for s in expected.attached],
         "drops": expected.drops,
     }
-
-
 
 
 def without_history_images(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -273,5 +268,3 @@ def without_history_images(messages: Sequence[Mapping[str, Any]]) -> list[dict[s
             content = [b for b in content if not is_image_like(b)]
         out.append({**message, "content": content})
     return out
-
-

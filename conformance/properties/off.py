@@ -134,9 +134,7 @@ def usage_less_records_advance_the_window(target: Target, case: Case, evidence: 
         assert turn.windows[0].returned is not None, f"turn {turn.index + 1}: its metadata read failed unscripted"
 
 
-@invariant_property(
-    "OFF-3", needs=("engine.store_offsets",), cases=unknown_offset_cases, max_examples=20
-)
+@invariant_property("OFF-3", needs=("engine.store_offsets",), cases=unknown_offset_cases, max_examples=20)
 def unknown_offsets_stay_unknown(target: Target, case: Case, evidence: Evidence) -> None:
     """Stored offsets come back as stored: a ``null`` generator offset stays ``null`` (never 0), a
     known one (0 included) stays that integer. End to end: a turn whose own metadata read fails
@@ -247,8 +245,6 @@ def windows_cover_every_record_once(target: Target, case: Case, evidence: Eviden
                 f"{cascade}: record {record} (from turn {turn_index + 1}) is in no window, and no metadata read on "
                 f"that cascade had failed by then: nothing excuses skipping it; windows read: {windows}"
             )
-
-
 
 
 @invariant_property("OFF-5", needs=("engine.play_turns|gateway.chat",), cases=tool_conversations, max_examples=20)

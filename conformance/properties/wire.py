@@ -40,8 +40,6 @@ def decodes_field_for_field(target: Target, case: Case, evidence: Evidence) -> N
     assert result["unknown"] == [], f"{case['method']}: declared fields reported as unknown: {result['unknown']}"
 
 
-
-
 @invariant_property("WIRE-2", needs=("ls.decode_request",), cases=unknown_field_cases)
 def unknown_fields_survive(target: Target, case: Case, evidence: Evidence) -> None:
     result = _decode(target, case["method"], bytes.fromhex(case["raw_hex"]), evidence)
@@ -51,8 +49,6 @@ def unknown_fields_survive(target: Target, case: Case, evidence: Evidence) -> No
         f"{case['method']}: unknown fields not reported as sent\n"
         f"  sent:     {case['expected_unknown']}\n  reported: {reported}"
     )
-
-
 
 
 @invariant_property("WIRE-3", needs=("ls.serve", "ls.journal", "ls.stop"), cases=garbage_calls, max_examples=25)
@@ -97,11 +93,7 @@ def _entry_summary(entry: dict[str, Any]) -> dict[str, Any]:
     return {k: entry.get(k) for k in ("seq", "method", "status", "error", "request", "unknown_fields", "raw_len")}
 
 
-
-
-@invariant_property(
-    "WIRE-4", needs=("ls.serve", "ls.advance_clock", "ls.stop"), cases=stateful_cases, max_examples=20
-)
+@invariant_property("WIRE-4", needs=("ls.serve", "ls.advance_clock", "ls.stop"), cases=stateful_cases, max_examples=20)
 def stateful_semantics(target: Target, case: Case, evidence: Evidence) -> None:
     served = target.call("ls.serve", scenario=case["scenario"], manual_clock=True)
     try:

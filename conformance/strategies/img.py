@@ -160,8 +160,6 @@ def cases(
     return strategy
 
 
-
-
 @st.composite
 def gated_cases(draw: st.DrawFn, _target: Target) -> Case:
     return {
@@ -211,5 +209,3 @@ def determinism_cases(draw: st.DrawFn, _target: Target) -> Case:
         messages[turn] = {**messages[turn], "content": [*blocks, guard_block(name)]}
     tool_preamble, native = draw(any_wire())
     return {"messages": messages, "env": draw(envs()), "tool_preamble": tool_preamble, "native_mode": native}
-
-

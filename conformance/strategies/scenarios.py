@@ -243,5 +243,3 @@ def scenarios(
         cascade_ttl_s=draw(st.one_of(st.none(), st.sampled_from(ttls))),
         require_panel=draw(st.booleans()),
     )
-
-

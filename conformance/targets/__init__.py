@@ -38,6 +38,7 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(importlib.import_module(module), name)
 
+
 REFERENCE_TARGET = "python:conformance.targets.reference:make_target"
 
 __all__ = [

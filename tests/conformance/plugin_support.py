@@ -35,9 +35,20 @@ FAILS_TO_START = "python:tests.support.plugin_targets:fails_to_start"
 METADATA_CASE: dict[str, Any] = {"method": "StartCascade", "raw_hex": "0a00", "expected": {"metadata": {}}}
 
 
+# -p no:cacheprovider: an inner run writes nothing of pytest's own, so what appears is ours. -p no:asyncio:
+# an inner run has no ini file, and pytest-asyncio (there for the engine's async tests) would warn in each
+# one that its fixture loop scope is unset.
+INNER_RUN_OPTIONS = ("-p", "no:cacheprovider", "-p", "no:asyncio")
+
+
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    """An inner pytest run in this process; -p no:cacheprovider: it writes nothing of pytest's own."""
-    return pytester.runpytest_inprocess("-p", "no:cacheprovider", *args)
+    """An inner pytest run in this process."""
+    return pytester.runpytest_inprocess(*INNER_RUN_OPTIONS, *args)
+
+
+def run_in_subprocess(pytester: pytest.Pytester, *args: str, timeout: float) -> pytest.RunResult:
+    """An inner pytest run in a fresh process (what a process caches in memory is not there)."""
+    return pytester.runpytest_subprocess(*INNER_RUN_OPTIONS, *args, timeout=timeout)
 
 
 def case_file(pytester: pytest.Pytester, name: str, case: dict[str, Any], invariant: str = "WIRE-1") -> Path:

@@ -4,7 +4,6 @@ The gateway is tests/support/echo_gateway.py, a standard-library HTTP server."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import re
@@ -20,18 +19,15 @@ from typing import Any
 import pytest
 
 from conformance.cli import main
-from conformance.properties import properties
 from conformance.targets import HttpOptions, HttpTarget, LaunchedGateway, LaunchSpec, TargetError, TargetSpecError
 from conformance.targets import load_target as load_any_target
 from conformance.targets._launch import KIT_CSRF_TOKEN, free_port
 from fakels.demo import play_turn
 from fakels.scenario import Chunk, Scenario, Turn, scenario_to_document
+from tests.conformance.plugin_support import run
 from tests.support import echo_gateway
 
 pytest_plugins = ["pytester"]
-for _module in ("conformance.cli", "conformance.runner"):  # see test_pytest_plugin.py: import the properties once
-    importlib.import_module(_module)
-properties()
 
 ECHO = Path(echo_gateway.__file__).resolve()
 SCENARIO = scenario_to_document(Scenario(turns=(Turn(chunks=(Chunk(text="from the kit's fake"),)),)))
@@ -395,20 +391,17 @@ def test_cli_run_launches_the_gateway_and_keeps_its_output(tmp_path: Path, capsy
 
 
 def test_plugin_http_options_without_an_http_target_are_usage_errors(pytester: pytest.Pytester) -> None:
-    alone = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--cascade-launch", "gateway")
+    alone = run(pytester, "--cascade-launch", "gateway")
     assert alone.ret == pytest.ExitCode.USAGE_ERROR
     alone.stderr.fnmatch_lines(["*--cascade-launch needs --cascade-target*"])
-    reference = pytester.runpytest_inprocess(
-        "-p", "no:cacheprovider", "--cascade-target", "reference", "--cascade-api-key", "k"
-    )
+    reference = run(pytester, "--cascade-target", "reference", "--cascade-api-key", "k")
     assert reference.ret == pytest.ExitCode.USAGE_ERROR
     reference.stderr.fnmatch_lines(["*--cascade-api-key applies only to an http:// target*"])
 
 
 def test_plugin_runs_against_a_launched_gateway(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest_inprocess(
-        "-p",
-        "no:cacheprovider",
+    result = run(
+        pytester,
         "--cascade-target",
         "http://127.0.0.1:0",
         "--cascade-launch",

@@ -22,7 +22,7 @@ from conformance.pytest_plugin import (
     _shown,
 )
 from conformance.runner import Failure, Result, Status
-from tests.conformance.plugin_support import IMPLEMENTS_NOTHING
+from tests.conformance.plugin_support import IMPLEMENTS_NOTHING, INNER_RUN_OPTIONS
 
 pytest_plugins = ["pytester"]
 
@@ -39,7 +39,7 @@ EVIDENCE_SHOWN = '{\n  "decoded": {\n    "fields": {}\n  }\n}'
 def item(pytester: pytest.Pytester) -> InvariantItem:
     """A real item of the suite, as the plugin collects it (judging needs no target)."""
     items, _ = pytester.inline_genitems(
-        "-p", "no:cacheprovider", "--cascade-target", IMPLEMENTS_NOTHING, "--cascade-only", "WIRE-1"
+        *INNER_RUN_OPTIONS, "--cascade-target", IMPLEMENTS_NOTHING, "--cascade-only", "WIRE-1"
     )
     assert len(items) == 1
     assert isinstance(items[0], InvariantItem)

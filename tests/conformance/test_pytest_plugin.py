@@ -4,30 +4,16 @@ its ``pytest11`` entry point, against small deliberately built targets
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
 import pytest
 
-from conformance.properties import properties
+from tests.conformance.plugin_support import FORGETS_FIELDS, IMPLEMENTS_NOTHING, RAISES, run_in_subprocess
+from tests.conformance.plugin_support import run as _run
 
 pytest_plugins = ["pytester"]
 
-# The inner runs are in process (fast); pytester drops the modules a run imported when it ends, and
-# a property module imported twice would register its properties twice: import them here, once.
-for _module in ("conformance.cli", "conformance.runner", "tests.support.broken_targets"):
-    importlib.import_module(_module)
-properties()
-
-FORGETS_FIELDS = "python:tests.support.broken_targets:forgets_fields"
-IMPLEMENTS_NOTHING = "python:tests.support.broken_targets:implements_nothing"
-RAISES = "python:tests.support.broken_targets:raises_on_every_call"
 NO_COUNTERS = "python:tests.support.broken_targets:without_counters"
-
-
-def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    # -p no:cacheprovider: the inner run writes nothing of pytest's own, so what appears is ours.
-    return pytester.runpytest_inprocess("-p", "no:cacheprovider", *args)
 
 
 def _known(pytester: pytest.Pytester, *ids: str) -> Path:
@@ -173,9 +159,7 @@ def test_without_a_target_the_plugin_adds_nothing(pytester: pytest.Pytester) -> 
 
 def test_hypothesis_storage_goes_to_the_cache_dir_not_the_working_directory(pytester: pytest.Pytester) -> None:
     # A fresh process: Hypothesis caches what it computed in memory, so only a new one writes storage.
-    result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--cascade-target", "reference", "--cascade-only", "WIRE-1", timeout=120
-    )
+    result = run_in_subprocess(pytester, "--cascade-target", "reference", "--cascade-only", "WIRE-1", timeout=120)
     result.assert_outcomes(passed=1)
     assert not (pytester.path / ".hypothesis").exists()
     assert {p.name for p in (pytester.path / ".cascade-cache").iterdir()} >= {"constants"}
@@ -208,7 +192,7 @@ def test_the_suite_under_xdist_gives_the_serial_verdicts(pytester: pytest.Pytest
     serial = _run(pytester, *args, str(known), "-rs")
     serial.assert_outcomes(passed=2, xfailed=1, skipped=1)
     pytester.syspathinsert(Path(__file__).resolve().parents[2])
-    parallel = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", *args, str(known), "-rs", timeout=300)
+    parallel = run_in_subprocess(pytester, "-n", "2", *args, str(known), "-rs", timeout=300)
     parallel.assert_outcomes(passed=2, xfailed=1, skipped=1)
     parallel.stdout.fnmatch_lines(["SKIPPED * not checkable on this target: it lacks ls.journal, ls.serve, ls.stop"])
 
@@ -219,5 +203,5 @@ def test_the_plugin_loads_in_a_project_with_a_package_named_like_the_kits(pytest
     for package in ("fakels", "engine"):
         pytester.mkpydir(package)
     pytester.makepyfile(test_users_own="import fakels\n\ndef test_users_own() -> None:\n    assert fakels.__file__\n")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result = run_in_subprocess(pytester, timeout=120)
     result.assert_outcomes(passed=1)

@@ -20,9 +20,7 @@ def reference() -> Iterator[Target]:
     target.close()
 
 
-@pytest.mark.parametrize(
-    "invariant_id", [pytest.param(i, marks=pytest.mark.invariant(i), id=i) for i in properties()]
-)
+@pytest.mark.parametrize("invariant_id", [pytest.param(i, marks=pytest.mark.invariant(i), id=i) for i in properties()])
 def test_property_holds_on_the_reference(invariant_id: str, reference: Target) -> None:
     result = run_property(properties()[invariant_id], reference, RunOptions(profile="ci"))
     assert result.status == Status.PASS, f"{invariant_id} on the reference: {result.message}\ncase: {result.case}"

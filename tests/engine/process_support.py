@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import stat
 from pathlib import Path
+
+from fakels.standin import ports_file
 
 
 def gone(pid: int) -> bool:
@@ -25,3 +29,14 @@ def sh_script(path: Path, body: str) -> Path:
     path.write_text(f"#!/bin/sh\n{body}", encoding="utf-8")
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
     return path
+
+
+def kill_standin_left_running(binary: Path) -> None:
+    """SIGKILL the stand-in written at ``binary`` if it still runs. A test whose engine failed to stop
+    its LS must not leave it serving for the rest of the session (under mutation: every later mutant's)."""
+    try:
+        pid = int(json.loads(ports_file(binary).read_text(encoding="utf-8"))["pid"])
+        if not gone(pid) and str(binary).encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+            os.kill(pid, signal.SIGKILL)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # no report (it never started), or the process is gone: nothing left to stop

@@ -333,6 +333,7 @@ def test_each_request_is_a_prefix_of_the_next_until_a_new_prune() -> None:
 
 # --- generated sessions ------------------------------------------------------------------------
 
+
 def _sent(result: ToolResult, pruned: frozenset[str]) -> tuple[str, tuple[ImageAttachment, ...]]:
     if result.call_id in pruned:
         return result.summary, ()

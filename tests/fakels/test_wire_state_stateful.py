@@ -61,4 +61,3 @@ def test_stateful_semantics_over_grpc(grpc_fake: GrpcFake, scenario: Scenario, a
     fake, clock, stub = grpc_fake
     fake.load_scenario(scenario)
     play(WireClient(GrpcDriver(fake, clock, stub), scenario), actions)
-

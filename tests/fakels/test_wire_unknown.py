@@ -59,9 +59,7 @@ MISTYPED_11 = [pytest.param(b"\x08\x01\x12\x00", id="mode+empty-content"), pytes
 
 
 def _send(cascade_id: str, planner: wb.Fields, *, metadata: wb.Fields = METADATA, tail: wb.Fields = ()) -> bytes:
-    return wb.message(
-        [(1, cascade_id), (2, [(1, "hello")]), (3, metadata), (5, [(1, planner), (7, [(1, 1)])]), *tail]
-    )
+    return wb.message([(1, cascade_id), (2, [(1, "hello")]), (3, metadata), (5, [(1, planner), (7, [(1, 1)])]), *tail])
 
 
 def _send_dict(cascade_id: str) -> dict[str, Any]:
@@ -126,9 +124,7 @@ def test_mistyped_planner_field_11_is_reported_in_the_journal(fake_ls: FakeLSThr
     entry = fake_ls.journal.last("SendUserCascadeMessage")
     assert (entry.status, entry.transport, entry.raw) == ("OK", "grpc", raw)
     assert entry.request == _send_dict(cascade_id)
-    assert entry.unknown_fields == (
-        UnknownField("cascade_config.planner_config", 11, wb.LEN, {"hex": payload.hex()}),
-    )
+    assert entry.unknown_fields == (UnknownField("cascade_config.planner_config", 11, wb.LEN, {"hex": payload.hex()}),)
     assert entry.to_json()["unknown_fields"] == [
         {"path": "cascade_config.planner_config", "number": 11, "wire_type": "len", "value": {"hex": payload.hex()}}
     ]

@@ -172,8 +172,14 @@ valid_prefixes = st.sampled_from([b"", wb.field(1, "fakels"), wb.field(2, 7), wb
 
 
 STRUCTURED_KINDS: tuple[str, ...] = (
-    "truncated-varint", "truncated-tag", "len-past-end", "bad-wire-type", "field-zero", "nested-groups",
-    "unbalanced-group", "bad-utf8",
+    "truncated-varint",
+    "truncated-tag",
+    "len-past-end",
+    "bad-wire-type",
+    "field-zero",
+    "nested-groups",
+    "unbalanced-group",
+    "bad-utf8",
 )
 ALL_KINDS: tuple[str, ...] = ("arbitrary", *STRUCTURED_KINDS)
 
@@ -217,4 +223,3 @@ def garbage(draw: st.DrawFn, kinds: tuple[str, ...] = ALL_KINDS) -> Garbage:
         bad = text + draw(st.sampled_from(BAD_UTF8)) + text
         body = _nest(draw(st.sampled_from(paths)), bad)
     return Garbage(rpc, body, kind, must_fail=True)
-

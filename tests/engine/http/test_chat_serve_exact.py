@@ -34,6 +34,7 @@ from fakels.server import FakeLSThread
 from fakels.standin import write_standin
 from tests.engine.http.chat_exact_support import CSRF, KEY_A, MODEL, chat, play, sends, user
 from tests.engine.http.session_support import DATA_URL
+from tests.engine.process_support import kill_standin_left_running
 
 USAGE = {"input_tokens": 11, "output_tokens": 4}
 
@@ -288,6 +289,13 @@ def test_serve_spawns_its_language_server_and_stops_it(tmp_path: Path, capsys: p
         store="off",
         session_log="off",
     )
+    try:
+        _check_serve_spawns_and_stops(options, port, capsys)
+    finally:
+        kill_standin_left_running(binary)  # only after the checks: a serve that failed to stop its LS leaks it
+
+
+def _check_serve_spawns_and_stops(options: ServeOptions, port: int, capsys: pytest.CaptureFixture[str]) -> None:
     driven = _serve_until_sigterm(options, None, None, (signal.SIGINT, signal.SIGTERM))
     assert (driven.session_status, driven.response_store) == (404, {"enabled": False})
     answers = driven.answers

@@ -115,4 +115,3 @@ def test_each_planner_mode_on_the_wire(
             assert "tool_config" not in planner
     finally:
         served.stop()
-

@@ -104,7 +104,7 @@ def test_tool_markup_with_an_escaped_lone_surrogate_reaches_the_client_escaped(
         body = {"model": MODEL, "messages": [{"role": "user", "content": f"read {stream}"}], "tools": tools}
         answer = httpx.post(served.url + "/v1/chat/completions", json={**body, "stream": stream}, headers=HEADERS)
         assert answer.status_code == 200, answer.text
-        assert '\\\\ud800.txt' in answer.text  # the escape, itself escaped inside the arguments string
+        assert "\\\\ud800.txt" in answer.text  # the escape, itself escaped inside the arguments string
         if not stream:
             (call,) = answer.json()["choices"][0]["message"]["tool_calls"]
             assert json.loads(call["function"]["arguments"]) == {"path": "\ud800.txt"}

@@ -26,6 +26,7 @@ from fakels.scenario import Chunk, Scenario, Turn, scenario_to_document
 from fakels.server import FakeLSThread
 from fakels.standin import ports_file, write_standin
 from tests.engine.http.conftest import CSRF, MODEL, play, sends
+from tests.engine.process_support import kill_standin_left_running
 
 ENGINE = [sys.executable, "-m", "engine.cli", "serve"]
 KEY = "sk-serve-cli"
@@ -175,8 +176,7 @@ def test_spawn_serves_chat_and_stops_and_reaps_its_ls_on_a_signal(
         # The engine reaped its LS before exiting: the pid is free, not even a zombie left for init.
         assert not _running(pid), f"the spawned LS (pid {pid}) outlived cascade-engine"
     finally:
-        if _running(pid) and str(binary) in Path(f"/proc/{pid}/cmdline").read_text(errors="replace"):
-            os.kill(pid, signal.SIGKILL)  # the bug under test: do not leak the stand-in
+        kill_standin_left_running(binary)  # the bug under test: do not leak the stand-in
     sent = [e for e in read_jsonl(journal) if e["method"] == "SendUserCascadeMessage"]
     assert len(sent) == 1
     # The engine sent the fresh token it gave its LS (the journal keeps only that it matched).

@@ -252,9 +252,9 @@ class WireClient:
             f"not {rejected.klass}"
         )
 
-    def _cascade_call(self, cascade_id: str, what: str, predict: Callable[[], Any], method: str, request: Message) -> (
-        tuple[Any, Outcome] | None
-    ):
+    def _cascade_call(
+        self, cascade_id: str, what: str, predict: Callable[[], Any], method: str, request: Message
+    ) -> tuple[Any, Outcome] | None:
         """Call ``method`` on a cascade and check a predicted rejection; None when rejected."""
         expected, rejected = self._expect(predict)
         outcome = self.d.call(method, request)
@@ -309,7 +309,9 @@ class WireClient:
             cascade_id=cascade_id,
             items=[common.TextOrScopeItem(text=prompt)],
             metadata=common.Metadata(session_id=session),
-            cascade_config=cortex.CascadeConfig(planner_config=cortex.CascadePlannerConfig(requested_model_uid=model_uid)),
+            cascade_config=cortex.CascadeConfig(
+                planner_config=cortex.CascadePlannerConfig(requested_model_uid=model_uid)
+            ),
         )
         expected, rejected = self._expect(lambda: self.model.send(cascade_id, session, prompt, model_uid, now))
         outcome = self.d.call("SendUserCascadeMessage", request)
