@@ -190,21 +190,6 @@ def test_function_globs_name_each_function_once() -> None:
     assert function_globs(names) == ["m.x_f__mutmut_*", "m.xǁCǁg__mutmut_*"]
 
 
-def test_a_test_module_added_between_pieces_retests_the_survivors_only(
-    root: Path, capfd: pytest.CaptureFixture[str]
-) -> None:
-    cut_off_run(root, 6, decoder=SURVIVOR)
-    (root / "tests/test_frame.py").write_text("def test_frame(): pass\n", encoding="utf-8")
-    plan(root, die_after=None)  # the new test kills the survivor
-    capfd.readouterr()
-    assert score(root, "--resume") == EXIT_OK
-    out = capfd.readouterr().out
-    assert "1 test module(s) added (tests/test_frame.py): 1 survivor(s) and untested mutant(s) are tested again" in out
-    assert "tested 2" in out  # the survivor and the one mutant the cut left
-    record = json.loads((root / "mutants" / RUN_RECORD).read_text(encoding="utf-8"))
-    assert "tests/test_frame.py" in record["files"]
-
-
 @pytest.mark.parametrize("added", ["tests/conftest.py", "tests/support/helpers.py", "fakels/test_inside.py"])
 def test_other_added_files_are_not_resumed(root: Path, added: str, capsys: pytest.CaptureFixture[str]) -> None:
     cut_off_run(root, 2)
@@ -228,18 +213,26 @@ def _select(root: Path, *selection: str) -> None:
             (root / entry).mkdir(exist_ok=True)
 
 
-def test_an_added_test_module_under_a_selected_folder_retests_the_survivors(
-    root: Path, capfd: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("selection", "added"),
+    [((), "tests/test_frame.py"), (("tests/test_decoder.py", "tests/added/"), "tests/added/test_frame.py")],
+    ids=["no-selection-collects-every-test", "under-a-selected-folder"],
+)
+def test_a_test_module_added_between_pieces_retests_the_survivors_only(
+    root: Path, capfd: pytest.CaptureFixture[str], selection: tuple[str, ...], added: str
 ) -> None:
-    _select(root, "tests/test_decoder.py", "tests/added/")
+    if selection:
+        _select(root, *selection)
     cut_off_run(root, 6, decoder=SURVIVOR)
-    (root / "tests/added/test_frame.py").write_text("def test_frame(): pass\n", encoding="utf-8")
+    (root / added).write_text("def test_frame(): pass\n", encoding="utf-8")
     plan(root, die_after=None)  # the new test kills the survivor
     capfd.readouterr()
     assert score(root, "--resume") == EXIT_OK
     out = capfd.readouterr().out
-    assert "1 test module(s) added (tests/added/test_frame.py): 1 survivor(s) and untested mutant(s)" in out
-    assert "tested 2" in out
+    assert f"1 test module(s) added ({added}): 1 survivor(s) and untested mutant(s) are tested again" in out
+    assert "tested 2" in out  # the survivor and the one mutant the cut left
+    record = json.loads((root / "mutants" / RUN_RECORD).read_text(encoding="utf-8"))
+    assert added in record["files"]
 
 
 @pytest.mark.parametrize(
