@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import traceback
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from conformance.operations import OPERATIONS, operation
@@ -32,7 +33,7 @@ class PythonTarget(DeclaredOperations):
         if declared is not None and not callable(declared):
             raise TargetSpecError(f"{description}: 'capabilities' must be a method capabilities(op) -> dict")
         self._caps = check_capabilities(
-            description, self._ops, {op: dict(declared(op) or {}) for op in self._ops} if declared else {}
+            description, self._ops, _declared_capabilities(description, declared, self._ops) if declared else {}
         )
 
     @classmethod
@@ -44,10 +45,18 @@ class PythonTarget(DeclaredOperations):
             module = importlib.import_module(module_name)
         except ImportError as exc:
             raise TargetSpecError(f"python:{spec}: cannot import {module_name}: {exc}") from exc
+        except Exception as exc:  # found, but its own code crashed while it was imported
+            raise TargetError(f"python:{spec}: importing {module_name} raised {_crash(exc)}") from exc
         factory = getattr(module, factory_name, None)
         if not callable(factory):
             raise TargetSpecError(f"python:{spec}: {module_name} has no callable {factory_name}")
-        return cls(factory(), f"python:{spec}")
+        try:
+            implementation = factory()
+        except (TargetError, TargetSpecError):
+            raise  # the factory's own word on why there is no target
+        except Exception as exc:
+            raise TargetError(f"python:{spec}: {factory_name}() raised {_crash(exc)}") from exc
+        return cls(implementation, f"python:{spec}")
 
     @property
     def description(self) -> str:
@@ -59,11 +68,33 @@ class PythonTarget(DeclaredOperations):
         try:
             result = method(**params)
         except Exception as exc:  # the implementation crashed: the target's fault, reported with its traceback
-            tail = "".join(traceback.format_exception(exc)[-6:]).strip()
-            raise TargetError(f"{self._description}: {op} raised {type(exc).__name__}: {exc}\n{tail}") from exc
+            raise TargetError(f"{self._description}: {op} raised {_crash(exc)}") from exc
         return check_result(op, result, self._description, observed(self.capabilities(op)))
 
     def close(self) -> None:
         closer = getattr(self._impl, "close", None)
         if callable(closer):
             closer()
+
+
+def _declared_capabilities(
+    description: str, declared: Callable[[str], Any], ops: Iterable[str]
+) -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = {}
+    for op in sorted(ops):
+        try:
+            answer = declared(op)
+        except Exception as exc:
+            raise TargetError(f"{description}: capabilities({op!r}) raised {_crash(exc)}") from exc
+        if answer and not isinstance(answer, Mapping):
+            raise TargetSpecError(
+                f"{description}: capabilities({op!r}) returned {type(answer).__name__}, not a dict (or None)"
+            )
+        found[op] = dict(answer or {})
+    return found
+
+
+def _crash(exc: Exception) -> str:
+    """``Type: message`` and the last frames of its traceback: where in the implementation it crashed."""
+    tail = "".join(traceback.format_exception(exc)[-6:]).strip()
+    return f"{type(exc).__name__}: {exc}\n{tail}"

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from conformance.ls_handle import InProcessLs, LsHandle
+from conformance.targets._base import TargetError
 from conformance.targets._http import HttpOptions, HttpTarget
 from conformance.targets._http_store import DEFAULT_STORE_LIMITS
 from conformance.targets._launch import LaunchedGateway
@@ -48,6 +49,8 @@ class Decoder:
 
 class DecoderWithCaps(Decoder):
     def capabilities(self, op: str) -> Any:
+        if isinstance(self.caps, Exception):
+            raise self.caps
         return self.caps
 
 
@@ -67,6 +70,26 @@ def decoder_with_bad_capabilities_attribute() -> Any:
 
 def decoder_declaring_nothing() -> DecoderWithCaps:
     return DecoderWithCaps(caps=None)
+
+
+def factory_that_crashes() -> Decoder:
+    raise RuntimeError("the gateway's config file is missing")
+
+
+def factory_raising_two_arguments() -> Decoder:
+    raise ValueError("bad port", 70000)
+
+
+def factory_that_cannot_start() -> Decoder:
+    raise TargetError("the gateway did not answer on 127.0.0.1:9")
+
+
+def decoder_whose_capabilities_crash() -> DecoderWithCaps:
+    return DecoderWithCaps(caps=KeyError("methods"))
+
+
+def decoder_whose_capabilities_are_a_list() -> DecoderWithCaps:
+    return DecoderWithCaps(caps=["methods"])
 
 
 NOT_A_FACTORY = 3

@@ -167,6 +167,26 @@ def test_bad_input_is_one_clear_line(argv: list[str], message: str, tmp_path: Pa
     assert "Traceback" not in done.stderr
 
 
+def test_a_python_target_that_crashes_while_opening_is_a_failed_start_naming_its_own_frames(tmp_path: Path) -> None:
+    (tmp_path / "crashy.py").write_text('def boom():\n    raise RuntimeError("no config")\n', encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "conformance.cli", "run", "--target", "python:crashy:boom", "--only", "WIRE-1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=tmp_path,  # on sys.path: crashy imports
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    first, *rest = done.stderr.splitlines()
+    assert (
+        first
+        == "cascade-conformance: the target failed to start: python:crashy:boom: boom() raised RuntimeError: no config"
+    )
+    assert f'File "{tmp_path / "crashy.py"}", line 2, in boom' in "\n".join(rest)
+    assert "conformance/cli.py" not in done.stderr  # the implementation's frames, not a crash of the kit
+
+
 def test_case_files_are_validated(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"format": "something-else"}', encoding="utf-8")

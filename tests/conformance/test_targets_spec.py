@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import traceback
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -116,6 +117,53 @@ def test_python_specs_that_cannot_be_opened_say_why(rest: str, message: str) -> 
     with pytest.raises(TargetSpecError) as info:
         load_target(f"python:{rest}")
     assert str(info.value) == message
+
+
+@pytest.mark.parametrize(
+    ("factory", "raised"),
+    [
+        ("factory_that_crashes", "factory_that_crashes() raised RuntimeError: the gateway's config file is missing"),
+        ("factory_raising_two_arguments", "factory_raising_two_arguments() raised ValueError: ('bad port', 70000)"),
+        ("decoder_whose_capabilities_crash", "capabilities('ls.decode_request') raised KeyError: 'methods'"),
+    ],
+)
+def test_a_python_target_whose_own_code_crashes_while_opening_is_a_target_error(factory: str, raised: str) -> None:
+    """The implementation's fault, not a usage error: its exception, named, with where it was raised."""
+    with pytest.raises(TargetError) as info:
+        load_target(f"python:{SUPPORT}:{factory}")
+    assert not isinstance(info.value, TargetSpecError)
+    first, *frames = str(info.value).splitlines()
+    assert first == f"python:{SUPPORT}:{factory}: {raised}"
+    assert any("targets_support.py" in line for line in frames), frames
+    assert isinstance(info.value.__cause__, Exception)
+
+
+def test_a_python_factory_that_says_why_it_cannot_start_is_heard_as_it_said_it() -> None:
+    with pytest.raises(TargetError) as info:
+        load_target(f"python:{SUPPORT}:factory_that_cannot_start")
+    assert str(info.value) == "the gateway did not answer on 127.0.0.1:9"
+
+
+def test_capabilities_that_are_not_a_mapping_are_named() -> None:
+    with pytest.raises(TargetSpecError) as info:
+        load_target(f"python:{SUPPORT}:decoder_whose_capabilities_are_a_list")
+    assert str(info.value) == (
+        f"python:{SUPPORT}:decoder_whose_capabilities_are_a_list: capabilities('ls.decode_request') returned list, "
+        "not a dict (or None)"
+    )
+
+
+def test_a_python_module_that_crashes_while_imported_is_a_target_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "crashes_at_import.py").write_text('raise RuntimeError("no config")\n', encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(TargetError) as info:
+        load_target("python:crashes_at_import:make")
+    assert not isinstance(info.value, TargetSpecError)
+    first, *frames = str(info.value).splitlines()
+    assert first == "python:crashes_at_import:make: importing crashes_at_import raised RuntimeError: no config"
+    assert any("crashes_at_import.py" in line for line in frames), frames
 
 
 def test_a_python_target_implements_the_methods_it_has_and_returns_checked_results() -> None:
