@@ -152,7 +152,7 @@ def check_same_run(
     added_tests = [p for p in added if _is_test_module(p)]
     uncollected = [p for p in added_tests if not _collected(p, selection)]
     if uncollected:
-        folders = [entry for entry in selection if not entry.endswith(".py")]
+        folders = [entry for entry in selection if not _selected_path(entry).endswith(".py")]
         where = (
             f"put it under a folder the selection names ({', '.join(folders)})"
             if folders
@@ -193,10 +193,15 @@ def _collected(path: str, selection: Sequence[str]) -> bool:
     if not selection:
         return True
     for entry in selection:
-        selected = entry.partition("::")[0].rstrip("/")
+        selected = _selected_path(entry).rstrip("/")
         if path == selected or path.startswith(f"{selected}/"):
             return True
     return False
+
+
+def _selected_path(entry: str) -> str:
+    """The file or folder a selection entry names (``tests/test_x.py::test_y`` names ``tests/test_x.py``)."""
+    return entry.partition("::")[0]
 
 
 def retest_beaten(root: Path, chosen: Callable[[str], bool]) -> int:

@@ -239,6 +239,7 @@ def test_a_test_module_added_between_pieces_retests_the_survivors_only(
     ("selection", "where"),
     [
         (("tests/test_decoder.py",), "the selection names no folder to put it in"),
+        (("tests/test_decoder.py::test_frame",), "the selection names no folder to put it in"),
         (("tests/test_decoder.py", "tests/added/"), "put it under a folder the selection names (tests/added/)"),
         (("tests/test_decoder.py", "tests/add"), "put it under a folder the selection names (tests/add)"),
     ],
