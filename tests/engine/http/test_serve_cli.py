@@ -4,7 +4,6 @@ SIGINT stopping it (and the LS it spawned) with exit 0, and the refusals as one 
 from __future__ import annotations
 
 import json
-import os
 import re
 import selectors
 import signal
@@ -26,7 +25,7 @@ from fakels.scenario import Chunk, Scenario, Turn, scenario_to_document
 from fakels.server import FakeLSThread
 from fakels.standin import ports_file, write_standin
 from tests.engine.http.conftest import CSRF, MODEL, play, sends
-from tests.engine.process_support import kill_standin_left_running
+from tests.engine.process_support import gone, kill_standin_left_running
 
 ENGINE = [sys.executable, "-m", "engine.cli", "serve"]
 KEY = "sk-serve-cli"
@@ -114,18 +113,6 @@ def _one_line(stderr: str) -> str:
     return lines[0]
 
 
-def _running(pid: int) -> bool:
-    """The pid names a process that is not a zombie."""
-    try:
-        os.kill(pid, 0)
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except ProcessLookupError:
-        return False
-    except (OSError, IndexError):
-        return True
-    return state != "Z"
-
-
 def _script(path: Path, body: str) -> Path:
     path.write_text(f"#!{sys.executable}\n{body}", encoding="utf-8")
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
@@ -174,7 +161,7 @@ def test_spawn_serves_chat_and_stops_and_reaps_its_ls_on_a_signal(
         assert out == f"cascade-engine: stopped ({signum.name})\n"
         assert "Traceback" not in err
         # The engine reaped its LS before exiting: the pid is free, not even a zombie left for init.
-        assert not _running(pid), f"the spawned LS (pid {pid}) outlived cascade-engine"
+        assert gone(pid), f"the spawned LS (pid {pid}) outlived cascade-engine"
     finally:
         kill_standin_left_running(binary)  # the bug under test: do not leak the stand-in
     sent = [e for e in read_jsonl(journal) if e["method"] == "SendUserCascadeMessage"]
@@ -205,7 +192,7 @@ def test_a_signal_while_the_ls_starts_stops_both_with_exit_0(tmp_path: Path) -> 
             proc.communicate()
     assert proc.returncode == 0, err
     assert out.decode() == "cascade-engine: stopped (SIGTERM) before serving\n"
-    assert not _running(pid)
+    assert gone(pid)
 
 
 def test_unauthenticated_on_loopback_serves_requests_without_authorization(start: Start, fake: FakeLSThread) -> None:
