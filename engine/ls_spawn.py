@@ -3,7 +3,7 @@
 The child gets ``--server_port=N --csrf_token=T`` plus a few of the real LS's own flags (pointed
 at nothing but loopback and a private temp directory), a scrubbed environment
 (:data:`ENV_ALLOWLIST`), its own session and process group, and its stdout and stderr in one log
-file. Readiness is a completed HTTP/2 handshake with grpcio on ``127.0.0.1:N``.
+file. Readiness is a completed HTTP/2 handshake on ``127.0.0.1:N`` (:func:`answers_h2c`).
 
 The child is reaped only in :meth:`LsProcess.stop`: until then a dead leader stays a zombie, so
 its process-group id cannot be reused and signalling the group never reaches a stranger.
@@ -28,7 +28,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Final
 
-import grpc
+import h2.config
+import h2.connection
+import h2.events
+import h2.exceptions
 
 LOOPBACK: Final = "127.0.0.1"
 #: The only parent variables the child sees (when set); SYSTEMROOT only on Windows.
@@ -37,7 +40,7 @@ ENV_ALLOWLIST: Final = ("PATH", "HOME", "LANG", "TMPDIR", "TEMP", *(("SYSTEMROOT
 DEAD_API_SERVER_URL: Final = "http://127.0.0.1:1"
 OUTPUT_TAIL_LINES: Final = 20
 
-_PROBE_S: Final = 0.25  # one handshake attempt; a fresh channel each time avoids grpc's reconnect backoff
+_PROBE_S: Final = 0.25  # one handshake attempt
 _POLL_S: Final = 0.02
 _CLEANUP_STOP_S: Final = 2.0  # stopping a child that failed to start
 _PORT_IN_USE: Final = re.compile(r"address already in use|EADDRINUSE|port in use|failed to bind", re.IGNORECASE)
@@ -68,6 +71,34 @@ def free_loopback_port() -> int:
         sock.bind((LOOPBACK, 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def answers_h2c(address: str, timeout_s: float) -> bool:
+    """Whether a server on ``HOST:PORT`` completes an HTTP/2 handshake (cleartext, as gRPC speaks) within
+    ``timeout_s``: it answers our connection preface with its SETTINGS.
+
+    One socket and no gRPC channel: grpc's readiness future polls connectivity on a thread of its own,
+    which can call into the channel after it is closed and die with a traceback (grpc/grpc#18995).
+    """
+    host, _, port = address.rpartition(":")
+    connection = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    connection.initiate_connection()
+    deadline = time.monotonic() + timeout_s  # real time: a socket's timeout is; _clock is for the start deadline
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout_s) as sock:
+            sock.sendall(connection.data_to_send())
+            while (remaining := deadline - time.monotonic()) > 0:
+                sock.settimeout(remaining)
+                data = sock.recv(65536)
+                if not data:
+                    return False
+                if any(isinstance(e, h2.events.RemoteSettingsChanged) for e in connection.receive_data(data)):
+                    connection.close_connection()
+                    sock.sendall(connection.data_to_send())
+                    return True
+    except (OSError, h2.exceptions.ProtocolError):
+        return False
+    return False
 
 
 def _executable(binary: str | Path) -> str:
@@ -203,11 +234,9 @@ class LsProcess:
             remaining = deadline - _clock()
             if remaining <= 0:
                 return "timeout"
-            with grpc.insecure_channel(self.address) as channel:
-                try:
-                    grpc.channel_ready_future(channel).result(timeout=min(_PROBE_S, remaining))
-                except grpc.FutureTimeoutError:
-                    continue
+            if not answers_h2c(self.address, min(_PROBE_S, remaining)):
+                time.sleep(_POLL_S)  # a refused connection fails at once: do not spin
+                continue
             # another process may hold the port; then ours is the one that dies of it
             return "exited" if self.returncode is not None else None
 

@@ -6,7 +6,7 @@ import socket
 import subprocess
 import time
 
-import grpc
+from engine.ls_spawn import answers_h2c
 
 
 def free_port() -> int:
@@ -25,10 +25,8 @@ def wait_for_grpc(address: str, proc: subprocess.Popen[bytes] | None = None, tim
         if proc is not None and proc.poll() is not None:
             err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
             raise RuntimeError(f"the LS process exited with {proc.returncode} before serving: {err}")
-        with grpc.insecure_channel(address) as channel:
-            try:
-                grpc.channel_ready_future(channel).result(timeout=0.5)
-                return
-            except grpc.FutureTimeoutError:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"nothing answered on {address} within {timeout_s} s") from None
+        if answers_h2c(address, 0.5):
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"nothing answered on {address} within {timeout_s} s")
+        time.sleep(0.02)
