@@ -28,7 +28,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Final
 
-import h2.config
 import h2.connection
 import h2.events
 import h2.exceptions
@@ -46,6 +45,9 @@ _CLEANUP_STOP_S: Final = 2.0  # stopping a child that failed to start
 _PORT_IN_USE: Final = re.compile(r"address already in use|EADDRINUSE|port in use|failed to bind", re.IGNORECASE)
 #: Every deadline here is read from this clock; tests swap it to pin the default deadlines without waiting them out.
 _clock: Callable[[], float] = time.monotonic
+#: The handshake probe's own deadline is real time, as its socket's timeouts are; tests script it to end a
+#: probe between two reads.
+_probe_clock: Callable[[], float] = time.monotonic
 
 
 class LsSpawnError(RuntimeError):
@@ -81,13 +83,13 @@ def answers_h2c(address: str, timeout_s: float) -> bool:
     which can call into the channel after it is closed and die with a traceback (grpc/grpc#18995).
     """
     host, _, port = address.rpartition(":")
-    connection = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    connection = h2.connection.H2Connection()  # h2's default configuration is the client side
     connection.initiate_connection()
-    deadline = time.monotonic() + timeout_s  # real time: a socket's timeout is; _clock is for the start deadline
+    deadline = _probe_clock() + timeout_s
     try:
         with socket.create_connection((host, int(port)), timeout=timeout_s) as sock:
             sock.sendall(connection.data_to_send())
-            while (remaining := deadline - time.monotonic()) > 0:
+            while (remaining := deadline - _probe_clock()) > 0:
                 sock.settimeout(remaining)
                 data = sock.recv(65536)
                 if not data:

@@ -1,5 +1,6 @@
 """The spawner's readiness probe, :func:`engine.ls_spawn.answers_h2c`: an HTTP/2 handshake on one socket,
-judged against loopback peers that answer it, stay silent, hang up, speak HTTP/1.1 or trickle bytes."""
+judged against loopback peers that answer it, stay silent, never accept, hang up, speak HTTP/1.1 or trickle
+bytes, and at its deadline."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import h2.errors
 import h2.events
 import pytest
 
+from engine import ls_spawn
 from engine.ls_spawn import answers_h2c
 from fakels.server import FakeLSThread
 
@@ -93,6 +95,27 @@ def test_a_peer_that_accepts_and_says_nothing_is_not_ready_after_the_timeout() -
     assert 0.3 <= elapsed < 3.0
 
 
+def test_a_peer_whose_accept_queue_is_full_is_not_ready_after_the_timeout() -> None:
+    """A listener that never accepts, with its backlog taken: the kernel drops our SYN, so the connect itself
+    hangs (for minutes of SYN retries) unless the probe's timeout bounds it too."""
+    with socket.socket() as listener, socket.socket() as first:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        first.connect(listener.getsockname())  # fills the queue of a listen(0) socket
+        started = time.monotonic()
+        assert answers_h2c(f"127.0.0.1:{listener.getsockname()[1]}", 0.3) is False
+        elapsed = time.monotonic() - started
+    assert 0.3 <= elapsed < 3.0
+
+
+@pytest.mark.parametrize("address", ["[::1]:{port}", "::1:{port}"])
+def test_an_ipv6_host_is_split_from_its_port_at_the_last_colon(address: str) -> None:
+    """Nothing listens there (IPv6 loopback or not): not ready, never a ValueError from a port like ':1:PORT'."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        assert answers_h2c(address.format(port=holder.getsockname()[1]), 1.0) is False
+
+
 def test_a_peer_that_hangs_up_is_not_ready() -> None:
     with _peer(lambda conn: None) as address:
         assert answers_h2c(address, 5.0) is False
@@ -145,3 +168,63 @@ def test_the_probe_starts_no_thread(monkeypatch: pytest.MonkeyPatch) -> None:
         assert answers_h2c(fake.address, 5.0) is True
         monkeypatch.undo()
     assert started == []
+
+
+@pytest.mark.parametrize("past_deadline_s", [0.0, 10.0], ids=["exactly-at-the-deadline", "past-it"])
+def test_no_read_once_the_deadline_is_reached_between_reads(
+    monkeypatch: pytest.MonkeyPatch, past_deadline_s: float
+) -> None:
+    """The peer's SETTINGS comes in two parts; the clock reaches the deadline (exactly, or past it) after
+    the first read, when the second part is already buffered: the probe reads no more and is not ready."""
+    timeout_s = 5.0
+    frame = _settings_frame()
+    first_read, second_sent = threading.Event(), threading.Event()
+    readings = iter([0.0, 0.0])  # the deadline, then the check before the first read
+
+    def probe_clock() -> float:
+        reading = next(readings, None)
+        if reading is not None:
+            return reading
+        first_read.set()  # the third reading comes after the first read
+        assert second_sent.wait(5), "the peer never sent its second part"
+        time.sleep(0.05)  # loopback delivery
+        return timeout_s + past_deadline_s
+
+    def two_parts(conn: socket.socket) -> None:
+        conn.sendall(frame[:5])
+        if first_read.wait(5):
+            conn.sendall(frame[5:])
+        second_sent.set()
+        conn.settimeout(5)
+        with contextlib.suppress(OSError):
+            while conn.recv(65536):
+                pass
+
+    monkeypatch.setattr(ls_spawn, "_probe_clock", probe_clock)
+    with _peer(two_parts) as address:
+        assert answers_h2c(address, timeout_s) is False
+
+
+def test_a_settings_frame_in_two_parts_within_the_deadline_is_ready() -> None:
+    """The same two parts with time left: the probe reads on and is ready (the check above is no refusal of
+    split frames)."""
+
+    def two_parts(conn: socket.socket) -> None:
+        frame = _settings_frame()
+        conn.sendall(frame[:5])
+        time.sleep(0.1)
+        conn.sendall(frame[5:])
+        conn.settimeout(5)
+        with contextlib.suppress(OSError):
+            while conn.recv(65536):
+                pass
+
+    with _peer(two_parts) as address:
+        assert answers_h2c(address, 5.0) is True
+
+
+def _settings_frame() -> bytes:
+    """A server's SETTINGS frame, as h2 writes it (the server preface)."""
+    server = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
+    server.initiate_connection()
+    return server.data_to_send()
