@@ -195,10 +195,7 @@ def test_no_read_once_the_deadline_is_reached_between_reads(
         if first_read.wait(5):
             conn.sendall(frame[5:])
         second_sent.set()
-        conn.settimeout(5)
-        with contextlib.suppress(OSError):
-            while conn.recv(65536):
-                pass
+        _read_until_hang_up(conn)
 
     monkeypatch.setattr(ls_spawn, "_probe_clock", probe_clock)
     with _peer(two_parts) as address:
@@ -214,10 +211,7 @@ def test_a_settings_frame_in_two_parts_within_the_deadline_is_ready() -> None:
         conn.sendall(frame[:5])
         time.sleep(0.1)
         conn.sendall(frame[5:])
-        conn.settimeout(5)
-        with contextlib.suppress(OSError):
-            while conn.recv(65536):
-                pass
+        _read_until_hang_up(conn)
 
     with _peer(two_parts) as address:
         assert answers_h2c(address, 5.0) is True
@@ -228,3 +222,11 @@ def _settings_frame() -> bytes:
     server = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
     server.initiate_connection()
     return server.data_to_send()
+
+
+def _read_until_hang_up(conn: socket.socket) -> None:
+    """Keep the connection open until the probe closes it (or 5 s pass)."""
+    conn.settimeout(5)
+    with contextlib.suppress(OSError):
+        while conn.recv(65536):
+            pass
