@@ -112,6 +112,13 @@ class Handler(echo_gateway.Handler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
+    def end_headers(self) -> None:
+        # Said in the headers, not only done: a client that pooled the connection could reuse it
+        # before this handler's thread gets round to closing it ("Server disconnected").
+        if self.close_each and not self.close_connection:
+            self.send_header("Connection", "close")
+        super().end_headers()
+
     def do_GET(self) -> None:
         self.requests.append(("GET", self.path, self._key()))
         if self.path == "/v1/models" and self.slow_models_s:
@@ -127,7 +134,6 @@ class Handler(echo_gateway.Handler):
             self._send(200, b"{}", "application/json")
         else:
             super().do_GET()
-        self.close_connection = self.close_connection or self.close_each
 
     def do_DELETE(self) -> None:
         self.requests.append(("DELETE", self.path, self._key()))

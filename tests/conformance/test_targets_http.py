@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -410,16 +413,27 @@ def test_a_stream_that_breaks_off_is_an_error(target: HttpTarget, echo: tuple[st
     assert str(info.value).startswith(f"{echo[0]}: the event stream of POST /v1/chat/completions broke off: ")
 
 
+@contextmanager
+def _held_shut(url: str) -> Iterator[None]:
+    """The port of ``url`` bound but not listening: connections are refused, and no other test
+    (another xdist worker's server) can be handed the port meanwhile."""
+    with socket.socket() as holder:
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # the closed server's TIME_WAITs
+        holder.bind(("127.0.0.1", urllib.parse.urlsplit(url).port or 0))
+        yield
+
+
 def test_a_gateway_gone_after_open_makes_chat_and_ledger_errors() -> None:
     with echo_server(close_each=True) as (url, _log):
         target = opened(url, ledger_path="/v1/ledger")
     try:
-        with pytest.raises(TargetError) as info:
-            target.call("gateway.chat", request=REQUEST, api_key="k1")
-        assert str(info.value) == f"{url}: POST /v1/chat/completions failed: [Errno 111] Connection refused"
-        with pytest.raises(TargetError) as info:
-            target.call("gateway.ledger")
-        assert str(info.value) == f"{url}: GET /v1/ledger failed: [Errno 111] Connection refused"
+        with _held_shut(url):
+            with pytest.raises(TargetError) as info:
+                target.call("gateway.chat", request=REQUEST, api_key="k1")
+            assert str(info.value) == f"{url}: POST /v1/chat/completions failed: [Errno 111] Connection refused"
+            with pytest.raises(TargetError) as info:
+                target.call("gateway.ledger")
+            assert str(info.value) == f"{url}: GET /v1/ledger failed: [Errno 111] Connection refused"
     finally:
         target.close()
 
