@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from engine import ls_spawn
 from engine.session_log import SessionLog
 from fakels.server import FakeLSThread
 from tests.engine.cascade_support import CSRF, Harness
+from tests.engine.process_support import kill_group_left_running
 from tests.support.image_server import ImageServer, serve_images
 
 
@@ -51,3 +55,24 @@ def db(tmp_path: Path) -> Path:
 def log(db: Path) -> Iterator[SessionLog]:
     with SessionLog(db) as opened:
         yield opened
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_ls_left_running() -> Iterator[None]:
+    """Every LS process group spawned in this process (by tests and module fixtures alike) is killed
+    at the end of the session if it still runs. The code under test stops its LS itself, and tests
+    check that; this catches a broken stop path (a mutant under mutmut, a failed test) that would
+    otherwise leave the LS serving after pytest exits."""
+    started: list[subprocess.Popen[bytes]] = []
+    real_popen = ls_spawn._popen
+
+    def recorded(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        proc = real_popen(*args, **kwargs)
+        started.append(proc)
+        return proc
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ls_spawn, "_popen", recorded)
+        yield
+    for proc in started:
+        kill_group_left_running(proc)

@@ -6,6 +6,8 @@ import json
 import os
 import signal
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 from fakels.standin import ports_file
@@ -40,3 +42,18 @@ def kill_standin_left_running(binary: Path) -> None:
             os.kill(pid, signal.SIGKILL)
     except (OSError, ValueError, KeyError, TypeError):
         pass  # no report (it never started), or the process is gone: nothing left to stop
+
+
+def kill_group_left_running(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the process group led by ``proc`` (started in a session of its own) unless something
+    already reaped it. Unreaped, its pid cannot have been handed to another group."""
+    if proc.returncode is not None:
+        return
+    if sys.platform == "win32":
+        proc.kill()
+    else:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):  # not a group leader (a broken spawn): the process alone
+            proc.kill()
+    proc.wait()
