@@ -17,6 +17,8 @@ from conformance.targets._base import (
     observed,
 )
 
+_CRASH_FRAMES = 3  # a crash report's frames: enough to show where, few enough for a verdict's text
+
 
 class PythonTarget(DeclaredOperations):
     """Wraps an object whose methods are named after operations (``ls.serve`` -> ``ls_serve``)."""
@@ -95,6 +97,8 @@ def _declared_capabilities(
 
 
 def _crash(exc: Exception) -> str:
-    """``Type: message`` and the last frames of its traceback: where in the implementation it crashed."""
-    tail = "".join(traceback.format_exception(exc)[-6:]).strip()
-    return f"{type(exc).__name__}: {exc}\n{tail}"
+    """``Type: message``, then the implementation's last frames: where in it the exception was raised.
+    The kit's own frame (where it called in and caught) is left out, and the message is said once."""
+    frames = traceback.extract_tb(exc.__traceback__)[1:][-_CRASH_FRAMES:]
+    where = "".join(traceback.format_list(frames)).rstrip()
+    return f"{type(exc).__name__}: {exc}\nTraceback (most recent call last):\n{where}"
