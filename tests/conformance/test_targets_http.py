@@ -7,7 +7,6 @@ import json
 import re
 import socket
 import time
-import urllib.parse
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -419,7 +418,7 @@ def _held_shut(url: str) -> Iterator[None]:
     (another xdist worker's server) can be handed the port meanwhile."""
     with socket.socket() as holder:
         holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # the closed server's TIME_WAITs
-        holder.bind(("127.0.0.1", urllib.parse.urlsplit(url).port or 0))
+        holder.bind(("127.0.0.1", int(url.rsplit(":", 1)[1])))  # as echo_port reads it
         yield
 
 
