@@ -22,7 +22,14 @@ from conformance.known_failures import KnownFailure, KnownFailuresError, load_kn
 from conformance.operations import HTTP_TARGET_OPERATIONS, OPERATIONS, PROTOCOL_VERSION, capability_schema
 from conformance.profiles import PROFILES
 from conformance.properties import Property, properties
-from conformance.report import replay_command, save_failure_cases, summary_line, write_junit, write_markdown
+from conformance.report import (
+    detail_line,
+    replay_command,
+    save_failure_cases,
+    summary_line,
+    write_junit,
+    write_markdown,
+)
 from conformance.runner import Result, RunOptions, Status, replay_case, run_property, select
 from conformance.targets import (
     PLACEHOLDERS,
@@ -53,6 +60,12 @@ def _parser() -> argparse.ArgumentParser:
     _cache_option(run, "REPORT/hypothesis")
     run.add_argument("--profile", choices=PROFILES, default="ci", help="ci: derandomized, bounded; thorough: more")
     run.add_argument("--seed", type=int, help="Hypothesis seed (reproduces a thorough run)")
+    run.add_argument(
+        "--max-examples",
+        type=_positive_int,
+        metavar="N",
+        help="at most N examples per invariant: a quick pass, e.g. over a slow gateway (default: the profile's)",
+    )
     run.add_argument(
         "--log-level",
         default="ERROR",
@@ -130,6 +143,13 @@ def _target_option(parser: argparse.ArgumentParser) -> None:
     http.add_argument(
         "--ready-timeout", type=float, metavar="S", help="seconds the launched gateway has to answer (default: 30)"
     )
+    http.add_argument(
+        "--rate-limit-wait",
+        type=float,
+        metavar="S",
+        help="seconds the kit waits, over all retries of one request, when the gateway answers 429 or 503 with a "
+        "wait (Retry-After, retry_after_ms); past it the example is left unjudged (default: 60; 0: never wait)",
+    )
 
 
 def _load_target(args: argparse.Namespace) -> Target:
@@ -145,6 +165,7 @@ def _load_target(args: argparse.Namespace) -> Target:
         ready_timeout_s=args.ready_timeout,
         native_bridge=bool(args.native_bridge),
         store_limits=args.store_limits,
+        rate_limit_wait_s=args.rate_limit_wait,
     )
     return load_target(args.target, call_timeout_s=args.call_timeout, http=http)
 
@@ -160,6 +181,7 @@ def _http_flags(args: argparse.Namespace) -> str:
         ("--ledger-path", args.ledger_path),
         ("--ready-timeout", args.ready_timeout),
         ("--store-limits", args.store_limits),
+        ("--rate-limit-wait", args.rate_limit_wait),
     ):
         if value is not None:
             words += [flag, str(value)]
@@ -169,6 +191,16 @@ def _http_flags(args: argparse.Namespace) -> str:
         for value in values:
             words += [flag, value]
     return f" {shlex.join(words)}" if words else ""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of examples, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"at least 1 example, got {value}")
+    return value
 
 
 def _cache_option(parser: argparse.ArgumentParser, default: str) -> None:
@@ -249,7 +281,9 @@ def _run_with_logging_set(args: argparse.Namespace) -> int:
     known = load_known_failures(args.known_failures) if args.known_failures else {}
     target = _load_target(args)
     cache = args.cache_dir or args.report / "hypothesis"
-    options = RunOptions(profile=args.profile, seed=args.seed, database=cache / "examples")
+    options = RunOptions(
+        profile=args.profile, seed=args.seed, database=cache / "examples", max_examples=args.max_examples
+    )
     results: list[Result] = []
     try:
         print(f"target: {target.description}", file=sys.stderr)
@@ -272,6 +306,9 @@ def _run_with_logging_set(args: argparse.Namespace) -> int:
     )
     for result in results:
         print(summary_line(result))
+        detail = detail_line(result)
+        if detail is not None:
+            print(detail)
     unexpected = [r for r in results if not r.status.ok]
     print(
         f"{len(results)} invariant(s): "
@@ -289,6 +326,12 @@ def _run_with_logging_set(args: argparse.Namespace) -> int:
             print(f"\n{result.invariant.id} {result.status.value}{counter}: {message}")
         for path in cases.get(result.invariant.id, []):
             print(f"  replay: {replay_command(path, args.target, _http_flags(args))}")
+    if results and not any(r.judged for r in results):
+        print(
+            f"\nnothing was judged: all {len(results)} invariant(s) were not checkable on this target (the reasons "
+            "are above); a run that judges nothing is not a pass"
+        )
+        return EXIT_UNEXPECTED
     return EXIT_UNEXPECTED if unexpected else EXIT_OK
 
 

@@ -18,8 +18,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from conformance.example_tags import tagged
 from conformance.ls_handle import InProcessLs, LsHandle
 from conformance.properties import require
+from conformance.refusals import refusal
 from conformance.targets import PreconditionNotMet, Target, TargetError
 from conformance.targets._base import excerpt
 from fakels.scenario import parse_scenario
@@ -63,6 +65,9 @@ class GatewayUnderTest:
         answer = self.target.call("gateway.chat", request=body, api_key=self.api_keys[caller % len(self.api_keys)])
         result = ChatAnswer(answer["status"], answer.get("body"), answer.get("events"))
         self.exchanges.append({"request": excerpt(body), "caller": caller, "answer": result.summary()})
+        refused = refusal("POST /v1/chat/completions", result.status, result.body, waited_s=_waited(self.target))
+        if refused is not None:
+            raise refused
         return result
 
     def journal(self) -> list[dict[str, Any]]:
@@ -135,9 +140,11 @@ def play_conversation(
             f"the example needs a gateway with the native bridge {_on(native_mode)}, "
             f"this one has it {_on(native)} (declare it with --native-bridge)",
         )
+    # The first message is tagged, so a gateway that outlives examples never continues a cascade an
+    # earlier example left in its pool.
     sent = [[dict(m) for m in added] for added in turns]
     if sent and sent[0]:
-        sent[0][0] = _tagged(sent[0][0])
+        sent[0] = tagged(sent[0])
     reports: list[dict[str, Any]] = []
     with open_gateway(target, scenario) as gw:
         conversation: list[dict[str, Any]] = []
@@ -177,16 +184,10 @@ def _play_in_process(
     return Played([[dict(m) for m in added] for added in turns], answer["turns"], journal)
 
 
-def _tagged(message: dict[str, Any]) -> dict[str, Any]:
-    """The first message with a tag unique to this example, so a gateway that outlives examples
-    never continues a cascade an earlier example left in its pool."""
-    tag = f"[case {uuid.uuid4().hex[:12]}] "
-    content = message.get("content")
-    if isinstance(content, str):
-        return {**message, "content": tag + content}
-    if isinstance(content, list):
-        return {**message, "content": [{"type": "text", "text": tag}, *content]}
-    return message
+def _waited(target: Target) -> float:
+    """How long the target's last request waited out rate limits (0 for targets that do not wait)."""
+    waited = getattr(target, "waited_s", 0.0)
+    return float(waited) if isinstance(waited, int | float) else 0.0
 
 
 def _on(flag: bool) -> str:

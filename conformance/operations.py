@@ -316,11 +316,14 @@ _STORE_OPERATIONS = (
     Operation(
         name="store.get",
         summary="Read an entry as `caller`: the stored conversation verbatim (notices included) and the answer "
-        "text the target serves back from it as model output (null: none); or not found.",
+        "text the target serves back from it as model output (null: none); or not found. A target that cannot "
+        "give the stored items answers `replayed` instead: the prompt text of the Send it puts on the wire for "
+        "a turn continuing the entry (what it replays is what it stored).",
         params=_object({"id": {"type": "string"}, "caller": _CALLER}),
         result={
             "oneOf": [
                 _object({"messages": _ITEMS, "answer": {"type": ["string", "null"]}}),
+                _object({"replayed": {"type": "string"}, "answer": {"type": ["string", "null"]}}),
                 _object({"not_found": {"const": True}}),
             ]
         },

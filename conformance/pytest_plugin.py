@@ -99,6 +99,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--cascade-ready-timeout", type=float, metavar="S", help="seconds to answer (default: 30)")
     group.addoption(
+        "--cascade-rate-limit-wait",
+        type=float,
+        metavar="S",
+        help="seconds to wait out 429/503 answers per request (default: 60)",
+    )
+    group.addoption(
         "--cascade-store-limits",
         metavar="LIMITS",
         help="the gateway's response store limits: max_messages=N,max_entry_bytes=SIZE (default: the reference's)",
@@ -116,6 +122,7 @@ _HTTP_OPTIONS = (
     "--cascade-ready-timeout",
     "--cascade-native-bridge",
     "--cascade-store-limits",
+    "--cascade-rate-limit-wait",
 )
 
 
@@ -189,6 +196,7 @@ def _http_options(config: pytest.Config, spec: str) -> HttpOptions | None:
         native_bridge=bool(config.getoption("--cascade-native-bridge")),
         ready_timeout_s=config.getoption("--cascade-ready-timeout"),
         store_limits=config.getoption("--cascade-store-limits"),
+        rate_limit_wait_s=config.getoption("--cascade-rate-limit-wait"),
         prefix="--cascade-",
     )
 

@@ -20,6 +20,16 @@ def summary_line(result: Result) -> str:
     return f"{inv.id:<8} {result.line:<20} {figures}  {_clip(inv.statement, 70)}"
 
 
+def detail_line(result: Result) -> str | None:
+    """The line under a summary line that says what was not judged and why (None: all judged)."""
+    if result.status == Status.NOT_CHECKABLE:
+        drawn = f"{result.refused} refused, {result.unjudged} not judged; " if result.refused else ""
+        return f"{'':<9}{drawn}{result.message}"
+    if not (result.refused or result.unjudged):
+        return None
+    return f"{'':<9}{result.counts}; not judged: {result.reasons_text()}"
+
+
 def _clip(text: str, width: int) -> str:
     """``text`` cut at a word boundary to at most ``width`` characters (with an ellipsis when cut)."""
     if len(text) <= width:
@@ -124,10 +134,14 @@ def write_markdown(
         "",
         f"Target: `{target_description}`",
         "",
-        "| invariant | result | examples | seconds |",
-        "|---|---|---|---|",
+        "| invariant | result | judged | refused | not judged | seconds |",
+        "|---|---|---|---|---|---|",
     ]
-    lines += [f"| {r.invariant.id} | {r.line} | {r.examples} | {r.seconds:.2f} |" for r in results]
+    lines += [
+        f"| {r.invariant.id} | {_cell(r.line)} | {r.examples} | {r.refused} | {r.unjudged} | {r.seconds:.2f} |"
+        for r in results
+    ]
+    lines += _not_judged_section(results)
     for result in results:
         if result.status in (Status.PASS, Status.NOT_CHECKABLE):
             continue
@@ -159,6 +173,24 @@ def write_markdown(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def _not_judged_section(results: list[Result]) -> list[str]:
+    """Why each not-checkable or partial verdict, and every example not judged, was not judged."""
+    lines: list[str] = []
+    for result in results:
+        why = []
+        if result.status in (Status.NOT_CHECKABLE, Status.PARTIAL):
+            why.append(result.message)
+        if result.reasons and result.status != Status.NOT_CHECKABLE:
+            why.append(f"{result.counts}; not judged: {result.reasons_text()}")
+        if why:
+            lines += [f"- **{result.invariant.id}** ({result.line.split(' (')[0]}): " + " ".join(why)]
+    return ["", "## What was not judged", "", *lines] if lines else []
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def _case_for(saved: list[Path], failures: list[Failure], number: int) -> Path | None:

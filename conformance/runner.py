@@ -56,6 +56,30 @@ class Result:
     seconds: float = 0.0
     examples: int = 0
     failures: list[Failure] = field(default_factory=list)  # every distinct failure, the first one above
+    # Examples drawn but not judged: refused by the target, and the others (precondition unmet,
+    # rate-limited past the wait budget, a feature declined); ``reasons`` counts each distinct reason.
+    refused: int = 0
+    unjudged: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def judged(self) -> bool:
+        """Whether the verdict says something about the invariant (not checkable says nothing)."""
+        return self.status not in (Status.NOT_CHECKABLE,)
+
+    @property
+    def counts(self) -> str:
+        """``12 judged, 3 refused, 5 not judged`` (the parts that are zero left out, but judged)."""
+        parts = [f"{self.examples} judged"]
+        if self.refused:
+            parts.append(f"{self.refused} refused")
+        if self.unjudged:
+            parts.append(f"{self.unjudged} not judged")
+        return ", ".join(parts)
+
+    def reasons_text(self) -> str:
+        """Why examples were not judged, most frequent first: ``reason (N examples); ...``."""
+        return reasons_text(self.reasons)
 
     @property
     def line(self) -> str:
@@ -65,6 +89,14 @@ class Result:
         if len(self.failures) > 1:
             return f"{self.status.value} ({len(self.failures)} distinct failures)"
         return self.status.value
+
+
+def reasons_text(reasons: dict[str, int], limit: int = 6) -> str:
+    """``reason (N examples); ...``, most frequent first, at most ``limit`` distinct reasons."""
+    ranked = sorted(reasons.items(), key=lambda item: -item[1])
+    shown = [r if n == 1 else f"{r} ({n} examples)" for r, n in ranked[:limit]]
+    more = len(ranked) - limit
+    return "; ".join(shown) + (f"; and {more} other reason(s)" if more > 0 else "")
 
 
 @dataclass(frozen=True)
@@ -135,7 +167,7 @@ def run_property(prop: Property, target: Target, options: RunOptions) -> Result:
         try:
             prop.check(target, case, evidence)
         except PreconditionNotMet as exc:
-            seen.unmet[exc.reason] = seen.unmet.get(exc.reason, 0) + 1
+            seen.not_judged(exc)
         except BaseException as exc:
             seen.remember(exc, case, evidence)
             raise
@@ -153,17 +185,22 @@ def run_property(prop: Property, target: Target, options: RunOptions) -> Result:
         if not isinstance(raised, Exception):  # KeyboardInterrupt, SystemExit: not a verdict
             raise
         failures = [_failure(exc, seen) for exc in _leaves(raised)]
-        return _failed(prop, failures, time.perf_counter() - started, seen.examples)
+        return seen.counted(_failed(prop, failures, time.perf_counter() - started, seen.judged))
     seconds = time.perf_counter() - started
-    checked = seen.examples - sum(seen.unmet.values())
-    if seen.examples and checked == 0:
-        reasons = "; ".join(r if n == 1 else f"{r} ({n} examples)" for r, n in seen.unmet.items())
-        message = f"not checkable on this target: in all {seen.examples} examples {reasons}"
-        return Result(prop.invariant, Status.NOT_CHECKABLE, message, seconds=seconds, examples=seen.examples)
+    if seen.examples and seen.judged == 0:
+        message = f"not checkable on this target: in all {seen.examples} examples {reasons_text(seen.reasons)}"
+        return seen.counted(Result(prop.invariant, Status.NOT_CHECKABLE, message, seconds=seconds))
     if seen.unobserved:
         message = _partial(seen.unobserved)
-        return Result(prop.invariant, Status.PARTIAL, message, seconds=seconds, examples=checked)
-    return Result(prop.invariant, Status.PASS, seconds=seconds, examples=checked)
+        return seen.counted(Result(prop.invariant, Status.PARTIAL, message, seconds=seconds, examples=seen.judged))
+    return seen.counted(Result(prop.invariant, Status.PASS, seconds=seconds, examples=seen.judged))
+
+
+_REASON_PREFIX = {
+    "refused": "the target refused the input: ",
+    "transient": "rate-limited past the wait budget: ",
+    "declined": "the target declines the feature: ",
+}
 
 
 class _Seen:
@@ -174,9 +211,28 @@ class _Seen:
 
     def __init__(self) -> None:
         self.examples = 0
-        self.unmet: dict[str, int] = {}
+        self.refused = 0
+        self.unjudged = 0
+        self.reasons: dict[str, int] = {}
         self.unobserved: set[str] = set()
         self._raised: dict[int, tuple[BaseException, Case, Evidence]] = {}
+
+    @property
+    def judged(self) -> int:
+        return self.examples - self.refused - self.unjudged
+
+    def not_judged(self, exc: PreconditionNotMet) -> None:
+        if exc.kind == "refused":
+            self.refused += 1
+        else:
+            self.unjudged += 1
+        reason = _REASON_PREFIX.get(exc.kind, "") + exc.reason
+        self.reasons[reason] = self.reasons.get(reason, 0) + 1
+
+    def counted(self, result: Result) -> Result:
+        """``result`` with this run's counts of examples not judged and why."""
+        result.refused, result.unjudged, result.reasons = self.refused, self.unjudged, dict(self.reasons)
+        return result
 
     def remember(self, exc: BaseException, case: Case, evidence: Evidence) -> None:
         self._raised[id(exc)] = (exc, case, evidence)
@@ -217,7 +273,17 @@ def replay_case(prop: Property, target: Target, case: Case) -> Result:
     try:
         prop.check(target, case, evidence)
     except PreconditionNotMet as exc:
-        return Result(prop.invariant, Status.NOT_CHECKABLE, f"not checkable on this case: {exc.reason}", case)
+        reason = _REASON_PREFIX.get(exc.kind, "") + exc.reason
+        refused, unjudged = (1, 0) if exc.kind == "refused" else (0, 1)
+        return Result(
+            prop.invariant,
+            Status.NOT_CHECKABLE,
+            f"not checkable on this case: {reason}",
+            case,
+            refused=refused,
+            unjudged=unjudged,
+            reasons={reason: 1},
+        )
     except Exception as exc:
         seen = _Seen()
         seen.remember(exc, case, evidence)

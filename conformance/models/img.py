@@ -38,6 +38,8 @@ MARKER_RE = re.compile(r"\[Image #(\d+) attached to this request \u2014 from an 
 ENV_IMAGES = "CASCADE_MAX_HISTORY_IMAGES"
 ENV_IMAGE_BYTES = "CASCADE_MAX_HISTORY_IMAGE_BYTES"
 ENV_HISTORY = "CASCADE_MAX_HISTORY_BYTES"
+# The gateway settings the IMG examples set: the only launch variables the kit compares with them.
+EXAMPLE_LIMITS = frozenset({ENV_IMAGES, ENV_IMAGE_BYTES, ENV_HISTORY})
 DEFAULT_MAX_IMAGES = 4
 DEFAULT_MAX_IMAGE_BYTES = 1_600_000
 DEFAULT_HISTORY_BYTES = 600_000
@@ -163,19 +165,18 @@ class Model:
     def history(self) -> list[Slot]:
         return self.truncated + self.replayed
 
-    def lines(self, ordinal_of: Callable[[Slot], int | None]) -> list[str]:
-        """The replayed turns' lines, oldest first, each attached block replaced by its marker."""
-        lines = []
+    def bodies(self, ordinal_of: Callable[[Slot], int | None]) -> list[str]:
+        """The replayed turns' texts, oldest first, each attached block replaced by its marker."""
+        bodies = []
         for turn in range(self.first_included, len(self.convo) - 1):
-            message = self.convo[turn]
             markers = {}
             for slot in self.replayed:
                 if slot.turn == turn:
                     ordinal = ordinal_of(slot)
                     if ordinal is not None:
                         markers[slot.block] = ordinal
-            lines.append(render_line(str(message["role"]), render_body(message.get("content"), markers)))
-        return lines
+            bodies.append(render_body(self.convo[turn].get("content"), markers))
+        return bodies
 
 
 def _slots(convo: Sequence[Mapping[str, Any]], turns: range) -> list[Slot]:

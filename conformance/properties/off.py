@@ -87,6 +87,15 @@ def _check_turn_count(wire: Sequence[WireTurn], conversation: Sequence[Any]) -> 
     )
 
 
+def _require_metadata_reads(wire: Sequence[WireTurn]) -> None:
+    """How metadata windows advance applies only to a target that reads the LS's generator metadata."""
+    require(
+        any(turn.windows or turn.snapshots_before_send for turn in wire),
+        "the target read no generator metadata at all (it bills without the LS's records, e.g. estimating "
+        "usage from text): how metadata windows advance does not apply to it",
+    )
+
+
 @invariant_property("OFF-1", needs=("engine.parse_generator_metadata",), cases=metadata_cases, max_examples=60)
 def parser_keeps_the_record_count(target: Target, case: Case, evidence: Evidence) -> None:
     """Any mix of records with usage, without usage (model uid only, an all-zero usage block, or
@@ -120,6 +129,7 @@ def usage_less_records_advance_the_window(target: Target, case: Case, evidence: 
     _, entries = _play(target, scenario, conversation, evidence)
     wire = wire_turns(entries)
     _check_turn_count(wire, conversation)
+    _require_metadata_reads(wire)
     held: dict[str, int] = {}
     for turn in wire:
         before = held.get(turn.cascade_id, 0)
@@ -212,6 +222,7 @@ def windows_cover_every_record_once(target: Target, case: Case, evidence: Eviden
     _, entries = _play(target, scenario, conversation, evidence)
     wire = wire_turns(entries)
     _check_turn_count(wire, conversation)
+    _require_metadata_reads(wire)
     owners = records_per_cascade(wire, scenario["turns"])
     evidence.add("records per cascade (producing turn)", owners)
     for cascade, owner in owners.items():

@@ -21,8 +21,10 @@ from conformance.models.store import (
     looks_like_json_document,
     notices_in,
     parses,
+    text_of,
     trace,
 )
+from conformance.models.store_wire import Replayed, call_arguments
 from conformance.properties import Case, Evidence, invariant_property, require
 from conformance.strategies.store import (
     argument_cases,
@@ -37,6 +39,10 @@ from conformance.targets import Target
 from conformance.targets._base import excerpt
 
 _NEEDS = ("store.open", "store.put", "store.get")
+_NOT_ON_THE_WIRE = (
+    "{what}: not observable in the conversation the gateway replays, and it serves no stored items "
+    "(GET /v1/responses/{{id}}/input_items)"
+)
 _NOTICE_WORDS = "earlier message(s) dropped by the response store"
 
 
@@ -51,6 +57,9 @@ class Stored:
     warnings: list[str] | None
     traced: Traced
     mutated: str | None
+    # The conversation as the target replayed it to the LS, when it cannot give the stored items
+    # (``messages`` is then empty and ``traced`` traces nothing): judged from the text.
+    replayed: Replayed | None = None
 
 
 def _store(target: Target, case: Case, evidence: Evidence) -> Stored:
@@ -66,6 +75,11 @@ def _store(target: Target, case: Case, evidence: Evidence) -> Stored:
     assert "not_found" not in read, f"the owner cannot read the entry {put['id']} it just stored"
     submitted = [*pristine, *put["appended"]]
     mutated = None if given == pristine else "the store changed the caller's conversation objects"
+    if "replayed" in read:
+        replayed = Replayed(read["replayed"], submitted)
+        evidence.add("replayed to the LS (the target serves no stored items)", excerpt(read["replayed"]))
+        evidence.add("kept (submitted positions found in it)", replayed.kept())
+        return Stored(submitted, [], read["answer"], put.get("warnings"), Traced(), mutated, replayed)
     traced = trace(read["messages"], submitted)
     evidence.add("stored", excerpt(read["messages"]))
     evidence.add("origins", traced.origins)
@@ -86,6 +100,9 @@ def json_arguments_are_never_spliced(target: Target, case: Case, evidence: Evide
     ``arguments`` whose original is a JSON document is byte-identical to it or is the
     ``__truncated__`` document, and parses (Chat ``tool_calls`` and Responses ``function_call``)."""
     stored = _store(target, case, evidence)
+    if stored.replayed is not None:
+        _judge_replayed_arguments(stored.replayed, case, json_documents=True)
+        return
     json_problems = stored.traced.json_argument_problems()
     assert not json_problems, "stored arguments were spliced:\n  " + "\n  ".join(json_problems[:5])
     slots = arguments_slots(stored.messages)
@@ -96,7 +113,57 @@ def json_arguments_are_never_spliced(target: Target, case: Case, evidence: Evide
         for path, value in arguments_slots(stored.messages)
         if value == ARGUMENTS_TRUNCATION_JSON or len(value) > case["limits"]["max_entry_bytes"]
     ]
-    require(bool(big), "the store kept none of the oversized tool calls (nothing to judge)")
+    _judgeable(stored, bool(big), "the store kept none of the oversized tool calls (nothing to judge)")
+
+
+def _judgeable(stored: Stored, condition: bool, reason: str) -> None:
+    """Judge this example only when ``condition`` holds, but a store that left nothing to judge by
+    dropping messages without a notice fails: what it dropped silently must not make the property
+    not checkable (a precondition the target controls is no escape hatch)."""
+    if not condition:
+        _no_silent_drop(stored)
+        require(False, reason)
+
+
+def _no_silent_drop(stored: Stored) -> None:
+    seams = stored.traced.seams()
+    assert not seams or stored.traced.notices, (
+        f"messages were dropped from the stored conversation without a notice (seams at stored positions {seams}; "
+        f"stored origins {stored.traced.origins})"
+    )
+
+
+def _judge_replayed_arguments(replayed: Replayed, case: Case, *, json_documents: bool) -> None:
+    """From the replayed text: no oversized argument of the wanted kind is cut (a JSON document may
+    only be whole or replaced by the ``__truncated__`` document; other text may be cut with the
+    marker, never replaced by a JSON document), and none vanished without a notice."""
+    budget = int(case["limits"]["max_entry_bytes"])
+    oversized = [a for a in call_arguments(replayed.submitted) if len(a.encode()) > budget]
+    wanted = [a for a in oversized if looks_like_json_document(a) == json_documents]
+    kind = "JSON-document" if json_documents else "plain-text"
+    require(
+        bool(wanted),
+        f"no oversized {kind} arguments reached the store (the gateway appended no tool call for the LS's proposal)",
+    )
+    fates = {index: replayed.argument_fate(a) for index, a in enumerate(wanted)}
+    if json_documents:
+        cut = [i for i, fate in fates.items() if fate == "cut"]
+        assert not cut, (
+            f"{len(cut)} oversized JSON argument(s) were cut, not kept whole or replaced by the __truncated__ "
+            f"document: the replayed text holds the start of {wanted[cut[0]][:60]!r} but not the whole"
+        )
+    else:
+        assert ARGUMENTS_TRUNCATION_JSON not in replayed.text or any(looks_like_json_document(a) for a in oversized), (
+            "non-JSON arguments were replaced by the __truncated__ JSON document"
+        )
+        cut = [i for i, fate in fates.items() if fate == "cut"]
+        assert not cut or replayed.has_cut_marker, "an argument was cut without the truncation marker"
+    absent = [i for i, fate in fates.items() if fate == "absent"]
+    assert not absent or replayed.notice_counts(), (
+        f"{len(absent)} oversized tool call(s) are not in the replayed conversation and no notice says anything "
+        "was dropped"
+    )
+    require(len(absent) < len(wanted), "the store kept none of the oversized tool calls (dropped with a notice)")
 
 
 @invariant_property("STORE-2", needs=_NEEDS, cases=argument_cases, max_examples=20)
@@ -104,8 +171,9 @@ def compacted_calls_keep_id_and_name(target: Target, case: Case, evidence: Evide
     """A call whose JSON arguments were replaced whole keeps its id and function name, so its tool
     result (stored or not) still pairs with it."""
     stored = _store(target, case, evidence)
+    require(stored.replayed is None, _NOT_ON_THE_WIRE.format(what="the ids of stored calls"))
     compacted = [r for r in stored.traced.rewrites if r.kind == "compacted"]
-    require(bool(compacted), "the store compacted no call (nothing to judge)")
+    _judgeable(stored, bool(compacted), "the store compacted no call (nothing to judge)")
     pairing = stored.traced.problems_at(*PAIRING_KEYS) + stored.traced.problems_at("")
     assert not pairing, "ids, names or messages of stored calls changed:\n  " + "\n  ".join(pairing[:5])
 
@@ -117,14 +185,45 @@ def other_strings_are_prefix_cut(target: Target, case: Case, evidence: Evidence)
     the original, never a JSON document; a write the store can shrink is not rejected (a candidate
     that cannot shrink must reject the write, never loop: a hang is an error)."""
     stored = _store(target, case, evidence)
-    require(bool(stored.traced.rewrites), "the store rewrote no string (nothing to judge)")
+    if stored.replayed is not None:
+        _judge_replayed_arguments(stored.replayed, case, json_documents=False)
+        return
+    _judgeable(stored, bool(stored.traced.rewrites), "the store rewrote no string (nothing to judge)")
     plain = stored.traced.other_string_problems()
     assert not plain, "strings were rewritten against the rules:\n  " + "\n  ".join(plain[:5])
     compacted_plain = [r.path for r in stored.traced.rewrites if r.kind == "compacted" and not r.original_json]
     assert not compacted_plain, f"non-JSON arguments were replaced by a JSON document at {compacted_plain}"
 
 
+def _judge_replayed_count_stage(replayed: Replayed, cap: int, evidence: Evidence) -> None:
+    """The count stage from the replayed text: every submitted message carries its token, so the
+    dropped ones are those whose token is missing; they are the oldest, and one notice names them."""
+    tokened, kept = replayed.tokened(), replayed.kept()
+    total = len(replayed.submitted)
+    dropped = [i for i in tokened if i not in kept]
+    notices = replayed.notice_counts()
+    evidence.add("counts", {"submitted": total, "replayed": len(kept), "cap": cap, "notices": notices})
+    order = replayed.order_problem()
+    assert order is None, order
+    assert len(kept) <= cap, f"{len(kept)} messages replayed from the entry, over the cap of {cap}"
+    if total <= cap:
+        assert not notices, f"a conversation at or under the cap ({total} <= {cap}) got a notice: {notices}"
+        assert not dropped, f"a conversation at or under the cap lost messages {dropped}"
+        return
+    run = tokened[tokened.index(dropped[0]) : tokened.index(dropped[0]) + len(dropped)] if dropped else []
+    assert dropped == run, f"the dropped messages {dropped} leave more than one seam"
+    assert len(notices) == 1, (
+        f"{len(dropped)} of {total} messages dropped by the cap of {cap}: expected one notice in what the gateway "
+        f"replays, found {len(notices)}"
+    )
+    assert notices[0] == len(dropped), f"the notice says {notices[0]} dropped, {len(dropped)} were"
+    evidence.not_observed("the warning of a drop")
+
+
 def _judge_count_stage(stored: Stored, cap: int, evidence: Evidence) -> None:
+    if stored.replayed is not None:
+        _judge_replayed_count_stage(stored.replayed, cap, evidence)
+        return
     traced = stored.traced
     assert not traced.problems, "the stored conversation is not the submitted one:\n  " + "\n  ".join(
         p.text for p in traced.problems[:5]
@@ -179,6 +278,12 @@ def newest_turn_is_never_rewritten(target: Target, case: Case, evidence: Evidenc
     require(_fits(case), "the conversation is not far enough under the byte budget for the cap alone to bind")
     stored = _store(target, case, evidence)
     require(len(stored.submitted) > case["limits"]["max_messages"], "the conversation is not over the cap")
+    if stored.replayed is not None:
+        newest_text = text_of(stored.submitted[-1]) or ""
+        assert newest_text in stored.replayed.text, (
+            f"the newest turn is not replayed as it was submitted: {newest_text[:200]!r} is not in the replayed text"
+        )
+        return
     assert stored.messages, "nothing was stored"
     newest = stored.messages[-1]
     if len(stored.messages) > 1:
@@ -197,7 +302,12 @@ def parts_arrays_get_a_text_block(target: Target, case: Case, evidence: Evidence
     stored = _store(target, case, evidence)
     assert stored.mutated is None, stored.mutated
     require(len(stored.submitted) > case["limits"]["max_messages"], "the conversation is not over the cap")
+    found = stored.replayed.notice_counts() if stored.replayed is not None else stored.traced.notices
+    require(bool(found), "the store left no notice whose shape could be judged (a missing notice is STORE-4's)")
     _judge_count_stage(stored, case["limits"]["max_messages"], evidence)
+    if stored.replayed is not None:
+        evidence.not_observed(_NOT_ON_THE_WIRE.format(what="whether the notice is a text block"))
+        return
     notice = stored.traced.notices[0]
     message = stored.messages[notice.position]
     if isinstance(stored.submitted[stored.traced.origins[notice.position]].get("content"), list):
@@ -209,7 +319,10 @@ def notice_survives_the_byte_stage_and_is_never_served(target: Target, case: Cas
     """Over the cap and over the byte budget at once: the stored conversation still carries a notice,
     and the answer served back from the entry carries none."""
     stored = _store(target, case, evidence)
-    notices = notices_in(stored.messages)
+    if stored.replayed is not None:
+        notices: list[Any] = stored.replayed.notice_counts()
+    else:
+        notices = notices_in(stored.messages)
     assert notices, "messages were dropped by both limits and the stored conversation carries no notice"
     evidence.add("answer", stored.answer)
     require(stored.answer is not None, "the store serves no answer back for this entry")

@@ -144,13 +144,43 @@ def any_wire(draw: st.DrawFn) -> tuple[str, bool]:
     return draw(st.one_of(st.just(""), PREAMBLE)), draw(st.booleans())
 
 
+# What a client writes when it sends images: the current turn always has text (real gateways refuse
+# an empty or image-only last user message).
+CLIENT_TEXT = "What do these show?"
+
+
+def fixed_env(target: Target) -> dict[str, str] | None:
+    """The limits a black-box gateway was launched with (its examples must use exactly those), or
+    None for a target that takes the example's own."""
+    fixed = getattr(target, "fixed_env", None)
+    return dict(fixed()) if callable(fixed) else None
+
+
+def for_clients(target: Target, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` as a real client sends them to a black-box gateway: the last user turn carries
+    non-blank text. Other targets get them as drawn (a component may be asked anything)."""
+    if fixed_env(target) is None or not messages:
+        return messages
+    last = messages[-1]
+    content = last.get("content")
+    if isinstance(content, str):
+        text = content if content.strip() else CLIENT_TEXT
+        return [*messages[:-1], {**last, "content": text}]
+    blocks = list(content or [])
+    if not any(b.get("type") == "text" and str(b.get("text", "")).strip() for b in blocks):
+        blocks.append({"type": "text", "text": CLIENT_TEXT})
+    return [*messages[:-1], {**last, "content": blocks}]
+
+
 def cases(
     *, wire: st.SearchStrategy[tuple[str, bool]], env: st.SearchStrategy[dict[str, str]], refused: bool = False
 ) -> Callable[[Target], st.SearchStrategy[Case]]:
-    def strategy(_target: Target) -> st.SearchStrategy[Case]:
-        return st.tuples(conversations(min_turns=2, refused=refused), env, wire).map(
+    def strategy(target: Target) -> st.SearchStrategy[Case]:
+        fixed = fixed_env(target)
+        envs_drawn = env if fixed is None else st.just(fixed)
+        return st.tuples(conversations(min_turns=2, refused=refused), envs_drawn, wire).map(
             lambda parts: {
-                "messages": parts[0],
+                "messages": for_clients(target, parts[0]),
                 "env": parts[1],
                 "tool_preamble": parts[2][0],
                 "native_mode": parts[2][1],
@@ -161,25 +191,26 @@ def cases(
 
 
 @st.composite
-def gated_cases(draw: st.DrawFn, _target: Target) -> Case:
+def gated_cases(draw: st.DrawFn, target: Target) -> Case:
+    fixed = fixed_env(target)
     return {
-        "messages": draw(conversations(min_turns=2)),
-        "env": draw(envs()),
+        "messages": for_clients(target, draw(conversations(min_turns=2))),
+        "env": draw(envs()) if fixed is None else fixed,
         "tool_preamble": draw(PREAMBLE),
         "native_mode": False,
     }
 
 
 @st.composite
-def rebuild_cases(draw: st.DrawFn, _target: Target) -> Case:
+def rebuild_cases(draw: st.DrawFn, target: Target) -> Case:
     first = draw(conversations(min_turns=1, max_turns=4))
     # Every case carries at least one history image, so a rebuild that loses images cannot pass;
     # indices stay unique: the generated turns use 1.., the forced first turn 500.., turn 2 1000...
     forced = _content(draw, itertools.count(500), images=True, refused=False, min_images=1)
     first[0] = {**first[0], "content": forced}
     return {
-        "first": first,
-        "second": draw(conversations(min_turns=1, max_turns=1, first_index=1000)),
+        "first": for_clients(target, first),
+        "second": for_clients(target, draw(conversations(min_turns=1, max_turns=1, first_index=1000))),
         "answer": draw(unicode_text(min_size=1, max_size=24)),
         "native_mode": draw(st.booleans()),
     }
@@ -189,17 +220,18 @@ _GUARDED = sorted(REFUSED_BLOCKS) + sorted(FORWARDED_BLOCKS)
 
 
 @st.composite
-def guard_cases(draw: st.DrawFn, _target: Target) -> Case:
+def guard_cases(draw: st.DrawFn, target: Target) -> Case:
+    text = draw(TEXT)
     return {
         "blocks": list(draw(st.permutations(_GUARDED))[: draw(st.integers(1, 8))]),
-        "text": draw(TEXT),
+        "text": text if text.strip() or fixed_env(target) is None else CLIENT_TEXT,
         "history_role": draw(st.sampled_from(ROLES)),
         "native_mode": draw(st.booleans()),
     }
 
 
 @st.composite
-def determinism_cases(draw: st.DrawFn, _target: Target) -> Case:
+def determinism_cases(draw: st.DrawFn, target: Target) -> Case:
     messages = draw(conversations(refused=True))
     if draw(st.booleans()):  # a block the gate re-encodes or forwards, anywhere in the history
         turn = draw(st.integers(0, len(messages) - 1))
@@ -208,4 +240,11 @@ def determinism_cases(draw: st.DrawFn, _target: Target) -> Case:
         name = draw(st.sampled_from(sorted(FORWARDED_BLOCKS)))
         messages[turn] = {**messages[turn], "content": [*blocks, guard_block(name)]}
     tool_preamble, native = draw(any_wire())
-    return {"messages": messages, "env": draw(envs()), "tool_preamble": tool_preamble, "native_mode": native}
+    fixed = fixed_env(target)
+    env = draw(envs()) if fixed is None else fixed
+    return {
+        "messages": for_clients(target, messages),
+        "env": env,
+        "tool_preamble": tool_preamble,
+        "native_mode": native,
+    }

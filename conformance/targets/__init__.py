@@ -12,7 +12,15 @@ import importlib
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from conformance.targets._base import PreconditionNotMet, Target, TargetError, TargetSpecError
+from conformance.targets._base import (
+    FeatureDeclined,
+    InputRefused,
+    PreconditionNotMet,
+    Target,
+    TargetError,
+    TargetSpecError,
+    TransientRefusal,
+)
 from conformance.targets._exec import ExecTarget
 from conformance.targets._placeholders import PLACEHOLDERS
 from conformance.targets._python import PythonTarget
@@ -45,8 +53,10 @@ __all__ = [
     "PLACEHOLDERS",
     "REFERENCE_TARGET",
     "ExecTarget",
+    "FeatureDeclined",
     "HttpOptions",
     "HttpTarget",
+    "InputRefused",
     "LaunchSpec",
     "LaunchedGateway",
     "PreconditionNotMet",
@@ -54,6 +64,7 @@ __all__ = [
     "Target",
     "TargetError",
     "TargetSpecError",
+    "TransientRefusal",
     "http_options",
     "load_target",
 ]

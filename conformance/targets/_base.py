@@ -24,9 +24,33 @@ class PreconditionNotMet(Exception):
     (raised by a target's operation) it cannot be asked for this example at all, e.g. a black-box
     gateway launched with other limits than the example sets."""
 
+    # How the runner counts the example: ``unmet`` (the precondition), ``refused`` (the target refused
+    # the input), ``transient`` (rate-limited past the wait budget), ``declined`` (a feature the target
+    # says it does not implement). None of them is judged; a property whose examples all end so is
+    # not checkable, with the reasons.
+    kind = "unmet"
+
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class InputRefused(PreconditionNotMet):
+    """The target refused the example's input (a 4xx answer): its right, recorded, not judged."""
+
+    kind = "refused"
+
+
+class TransientRefusal(PreconditionNotMet):
+    """The target kept rate-limiting (429, 503) past the kit's wait budget: the example is not judged."""
+
+    kind = "transient"
+
+
+class FeatureDeclined(PreconditionNotMet):
+    """The target says it does not implement what the example needs (501): not checkable for it."""
+
+    kind = "declined"
 
 
 class Target(Protocol):

@@ -10,17 +10,21 @@ from __future__ import annotations
 
 import inspect
 import json
-import secrets
+import re
+import sys
 import time
 import urllib.parse
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import openai
 
+from conformance.example_tags import tagged
 from conformance.ls_handle import LsHandle
+from conformance.models.img import EXAMPLE_LIMITS
+from conformance.refusals import refusal, wait_hint
 from conformance.targets._base import (
     DeclaredOperations,
     PreconditionNotMet,
@@ -40,12 +44,24 @@ except ImportError:  # openai before 3.x drives httpx
 DEFAULT_API_KEY = "conformance-key"
 DEFAULT_MODEL = "claude-sonnet-4-6"
 DEFAULT_REQUEST_TIMEOUT_S = 120.0
+DEFAULT_RATE_LIMIT_WAIT_S = 60.0
+MAX_RATE_LIMIT_WAIT_S = 3600.0
 # The open probe of an external gateway waits at most this long (or the request timeout, when shorter).
 PROBE_TIMEOUT_S = 10.0
 LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
-# The stream deadline's clock (module-level, so a test can put a reading exactly on the boundary).
+# The stream deadline's clock (module-level, so a test can put a reading exactly on the boundary),
+# and the rate-limit wait's sleep (so a test can count the waits without taking them).
 _clock = time.monotonic
+_sleep = time.sleep
+
+
+def say(line: str) -> None:
+    """A line for the person at the terminal while the run waits (stderr, beside the progress)."""
+    print(line, file=sys.stderr, flush=True)
+
+
 _CHAT_PATH = "/v1/chat/completions"
+_T = TypeVar("_T")
 _WIRING_NAMES: dict[str, Wiring] = {name: name for name in WIRINGS}
 _CLIENT_ONLY = frozenset({"self", "extra_headers", "extra_query", "extra_body", "timeout"})
 
@@ -65,6 +81,8 @@ class HttpOptions:
     native_bridge: bool = False
     # The response store's limits the gateway was launched with (max_messages, max_entry_bytes).
     store_limits: dict[str, int] | None = None
+    # The longest the kit waits, over all retries of one request, when the gateway rate-limits it.
+    rate_limit_wait_s: float = DEFAULT_RATE_LIMIT_WAIT_S
 
 
 def loopback_url(text: str) -> tuple[str, int]:
@@ -110,6 +128,7 @@ def http_options(
     ready_timeout_s: float | None = None,
     native_bridge: bool = False,
     store_limits: str | None = None,
+    rate_limit_wait_s: float | None = None,
     prefix: str = "--",
 ) -> HttpOptions | None:
     """The options of the command line (``prefix``: ``--`` or ``--cascade-``) as HttpOptions;
@@ -125,6 +144,7 @@ def http_options(
         "ready-timeout": ready_timeout_s is not None,
         "native-bridge": native_bridge,
         "store-limits": store_limits is not None,
+        "rate-limit-wait": rate_limit_wait_s is not None,
     }
     named = [f"{prefix}{name}" for name, present in given.items() if present]
     if not named:
@@ -145,6 +165,11 @@ def http_options(
         raise TargetSpecError(f"{prefix}api-key cannot be empty")
     if model is not None and not model:
         raise TargetSpecError(f"{prefix}model cannot be empty")
+    if rate_limit_wait_s is not None and not 0 <= rate_limit_wait_s <= MAX_RATE_LIMIT_WAIT_S:
+        raise TargetSpecError(
+            f"{prefix}rate-limit-wait is seconds from 0 (never wait) to {MAX_RATE_LIMIT_WAIT_S:g}, "
+            f"got {rate_limit_wait_s:g}"
+        )
     spec = None
     if launch is not None:
         spec = LaunchSpec(
@@ -161,6 +186,7 @@ def http_options(
         ledger_path=ledger_path,
         native_bridge=native_bridge,
         store_limits=parse_store_limits(store_limits, f"{prefix}store-limits") if store_limits is not None else None,
+        rate_limit_wait_s=DEFAULT_RATE_LIMIT_WAIT_S if rate_limit_wait_s is None else rate_limit_wait_s,
     )
 
 
@@ -206,6 +232,7 @@ class HttpTarget(DeclaredOperations):
             describe=self._failed,
         )
         self._create_params: frozenset[str] | None = None
+        self.waited_s = 0.0  # how long the last request waited out rate limits
         self._gateway: LaunchedGateway | None = None
         self._http = openai.DefaultHttpxClient(trust_env=False)  # loopback: never through a proxy
         try:
@@ -228,6 +255,12 @@ class HttpTarget(DeclaredOperations):
         if self._gateway is None:
             return self._url
         return f"{self._url} (launched: {self._gateway.spec.command}, LS: {self._gateway.spec.wiring})"
+
+    def fixed_env(self) -> dict[str, str]:
+        """The limits the kit's examples set (the history-image caps and history budget) as the gateway
+        was launched with them; every other variable of its environment is the gateway's business."""
+        launched = dict(self._gateway.spec.env) if self._gateway is not None else {}
+        return {k: v for k, v in launched.items() if k in EXAMPLE_LIMITS}
 
     def wired_ls(self) -> LsHandle | None:
         """The fake LS the gateway talks to; None when the kit did not wire one (no --launch, or
@@ -266,6 +299,32 @@ class HttpTarget(DeclaredOperations):
     # ------------------------------------------------------------------ gateway.chat
 
     def _chat(self, request: dict[str, Any], api_key: str) -> dict[str, Any]:
+        """One chat request; a rate limit is waited out (:meth:`_waiting`), the last answer returned."""
+        return self._waiting(
+            lambda: self._chat_once(request, api_key),
+            lambda answer: (answer[0]["status"], answer[1], answer[0].get("body")),
+            "the gateway",
+        )[0]
+
+    def _waiting(self, attempt: Callable[[], _T], read: Callable[[_T], tuple[int, Any, Any]], who: str) -> _T:
+        """``attempt()`` until its answer (``read``: status, headers, body) is no rate limit (429, 503),
+        waiting as the gateway asks within ``--rate-limit-wait`` over all tries; the last answer."""
+        waited = 0.0
+        while True:
+            answer = attempt()
+            status, headers, body = read(answer)
+            wait = wait_hint(status, headers, body)
+            if wait is None or waited + wait > self._options.rate_limit_wait_s:
+                self.waited_s = waited
+                return answer
+            say(
+                f"  {who} answered {status} (rate limited): waiting {wait:.1f} s as it asks, then trying again "
+                f"({self._options.rate_limit_wait_s - waited - wait:.0f} s of --rate-limit-wait left)"
+            )
+            _sleep(wait)
+            waited += wait
+
+    def _chat_once(self, request: dict[str, Any], api_key: str) -> tuple[dict[str, Any], Mapping[str, str]]:
         client = self._client(api_key)
         kwargs, extra = self._split(request)
         if not api_key:  # an empty key: the request goes without an Authorization header
@@ -275,15 +334,15 @@ class HttpTarget(DeclaredOperations):
         try:
             if not stream:
                 raw = client.chat.completions.with_raw_response.create(**kwargs, extra_body=extra)
-                return {"status": raw.status_code, "body": _body(raw.http_response.content)}
+                return {"status": raw.status_code, "body": _body(raw.http_response.content)}, raw.headers
             with client.chat.completions.with_streaming_response.create(**kwargs, extra_body=extra) as response:
                 answer = response.http_response
                 if not answer.headers.get("content-type", "").lower().startswith("text/event-stream"):
-                    return {"status": answer.status_code, "body": _body(answer.read())}
-                events = list(sse_events(self._lines(answer.iter_lines(), started)))
-                return {"status": answer.status_code, "events": events}
+                    return {"status": answer.status_code, "body": _body(answer.read())}, answer.headers
+                events = list(sse_events(self._lines(sse_lines(answer.iter_text()), started)))
+                return {"status": answer.status_code, "events": events}, answer.headers
         except openai.APIStatusError as exc:
-            return {"status": exc.status_code, "body": _body(exc.response.content)}
+            return {"status": exc.status_code, "body": _body(exc.response.content)}, exc.response.headers
         except openai.APITimeoutError:
             raise TargetError(self._failed(f"no answer to POST {_CHAT_PATH} within {self._timeout():g} s")) from None
         except openai.APIConnectionError as exc:
@@ -349,23 +408,27 @@ class HttpTarget(DeclaredOperations):
                 f"the example needs the native bridge {'on' if native_mode else 'off'}; this gateway has it "
                 f"{'on' if self._options.native_bridge else 'off'} (--native-bridge)"
             )
-        launched = dict(self._gateway.spec.env) if self._gateway is not None else {}
-        differing = sorted(k for k in {*env, *_limits(launched)} if env.get(k) != launched.get(k))
+        launched = self.fixed_env()
+        differing = sorted(k for k in {*env, *launched} if env.get(k) != launched.get(k))
         if differing:
+            shown = ", ".join(f"{k}={env[k]}" if k in env else f"{k} unset" for k in differing)
             raise PreconditionNotMet(
-                f"the example sets limits the gateway was not launched with ({', '.join(differing)}; "
-                "pass them with --launch-env to check such examples)"
+                f"the example needs the limits {shown}, which the gateway was not launched with (launch it with "
+                "--launch-env NAME=VALUE to check such examples)"
             )
         handle = self.wired_ls()
         assert handle is not None  # the operation exists only with a wired LS
         handle.reset()
-        # ``seed`` keeps a gateway's response cache from answering a repeated example without a Send
-        # (from ``secrets``: Hypothesis seeds the ``random`` module, so every example would draw the same).
-        body: dict[str, Any] = {"model": self._options.model, "messages": messages, "seed": secrets.randbelow(2**31)}
+        # The example's unique tag keeps a gateway's response cache and pool from answering it with an
+        # earlier example's turn (a real client's text, not a sampling parameter the gateway may refuse).
+        body: dict[str, Any] = {"model": self._options.model, "messages": tagged(messages)}
         if tool_preamble:
             tool = {"name": "conformance_tool", "description": tool_preamble[:200], "parameters": {"type": "object"}}
             body["tools"] = [{"type": "function", "function": tool}]
         answer = self._chat(body, self._options.api_keys[0])
+        refused = refusal(f"POST {_CHAT_PATH}", answer["status"], answer.get("body"), waited_s=self.waited_s)
+        if refused is not None:
+            raise refused
         entries = handle.journal()
         sends = [e for e in entries if e.get("method") == "SendUserCascadeMessage"]
         if not sends:
@@ -400,6 +463,13 @@ class HttpTarget(DeclaredOperations):
     def _send(self, method: str, path: str, api_key: str, **kwargs: Any) -> _transport.Response:
         """One request to the gateway with ``api_key``; a timeout or a broken connection is the
         target's failure (TargetError), an HTTP status is the caller's to judge."""
+        return self._waiting(
+            lambda: self._send_once(method, path, api_key, **kwargs),
+            lambda answer: (answer.status_code, answer.headers, _body(answer.content)),
+            f"{method} {path}",
+        )
+
+    def _send_once(self, method: str, path: str, api_key: str, **kwargs: Any) -> _transport.Response:
         headers = {"Authorization": f"Bearer {api_key}"}
         try:
             return self._http.request(method, self._url + path, headers=headers, timeout=self._timeout(), **kwargs)
@@ -431,9 +501,31 @@ class HttpTarget(DeclaredOperations):
         return f"{message}; {state}" + (f"; its output ends:\n{tail}" if tail else "")
 
 
-def _limits(env: dict[str, str]) -> dict[str, str]:
-    """The launch environment's settings of the kind examples set (the Cascade prompt builder's)."""
-    return {k: v for k, v in env.items() if k.startswith(("CASCADE_", "WINDSURFAPI_"))}
+def sse_lines(chunks: Iterable[str]) -> Iterator[str]:
+    """The lines of an event stream: split at CRLF, LF or CR only, as the SSE format says. (A
+    ``splitlines`` would also split at U+0085, U+2028 and the like, which JSON data may carry raw.)
+    Linear in the stream: a long line arriving in many chunks is scanned once."""
+    parts: list[str] = []  # the current line's text so far
+    held_cr = False  # the last chunk ended with a CR: a LF opening the next one belongs to it
+    for chunk in chunks:
+        if not chunk:
+            continue
+        at = 0
+        if held_cr and chunk.startswith("\n"):
+            at = 1
+        held_cr = False
+        for found in _BREAK.finditer(chunk, at):
+            parts.append(chunk[at : found.start()])
+            yield "".join(parts)
+            parts = []
+            at = found.end()
+            held_cr = found.group() == "\r" and at == len(chunk)
+        parts.append(chunk[at:])
+    if "".join(parts):
+        yield "".join(parts)
+
+
+_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 def sse_events(lines: Iterable[str]) -> Iterator[str]:

@@ -18,7 +18,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from conformance.example_tags import new_tag, untagged
 from conformance.ls_handle import LsHandle
+from conformance.refusals import excerpt_body, refusal
 from conformance.targets._base import PreconditionNotMet, TargetError, TargetSpecError
 
 try:
@@ -34,6 +36,8 @@ MAX_BODY_BYTES = 15 * 1024 * 1024
 _SIZE = re.compile(r"^(\d+)\s*(b|k|kb|m|mb|g|gb)?$", re.IGNORECASE)
 _SCALE = {"": 1, "b": 1, "k": 1024, "kb": 1024, "m": 1024**2, "mb": 1024**2, "g": 1024**3, "gb": 1024**3}
 _PAGE = 100
+# The user turn that continues a stored entry to see what the gateway replays of it.
+CONTINUATION = "Please go on."
 
 
 def parse_store_limits(text: str, flag: str = "--store-limits") -> dict[str, int]:
@@ -73,8 +77,13 @@ class HttpStore:
         self._limits = dict(limits)
         self._ls = ls
         self._describe = describe
+        # Found on the first entry: None until then; a reason when the gateway keeps no entries at all.
+        self._no_store: str | None = None
+        self._store_seen = False
 
     def open(self, limits: Mapping[str, int]) -> dict[str, Any]:
+        if self._no_store is not None:
+            raise PreconditionNotMet(self._no_store)
         if dict(limits) != self._limits:
             raise PreconditionNotMet(
                 f"the example's store limits {dict(limits)} are not the gateway's {self._limits} (--store-limits)"
@@ -95,25 +104,56 @@ class HttpStore:
         handle.reset()
         handle.load_scenario({"turns": [{"chunks": [_chunk(answer)]}]})
         answer_http = self._request("POST", "/v1/responses", self._key(caller), json=body)
-        if answer_http.status_code == 413:
-            raise PreconditionNotMet(f"the gateway refused a {size} byte request body (413)")
         reply = _json(answer_http)
+        shown = reply if reply is not None else answer_http.text
+        refused = refusal(f"POST /v1/responses ({size} bytes)", answer_http.status_code, shown)
+        if refused is not None:
+            raise refused
         if answer_http.status_code != 200 or not isinstance(reply, dict) or not isinstance(reply.get("id"), str):
             raise TargetError(
                 self._describe(f"POST /v1/responses answered {answer_http.status_code}: {answer_http.text[:500]}")
             )
+        if not self._store_seen:
+            self._find_store(reply["id"], self._key(caller))
         output = [item for item in reply.get("output") or () if isinstance(item, dict)]
         return {"id": reply["id"], "appended": [item for item in output if item.get("type") != "reasoning"]}
 
+    def _find_store(self, entry: str, key: str) -> None:
+        """The first entry must be readable by its owner at once; if not, the gateway keeps none (it
+        answers the Responses API without a store) and no STORE example is checkable on it."""
+        answer = self._request("GET", f"/v1/responses/{entry}", key)
+        if answer.status_code == 404:
+            self._no_store = (
+                f"the gateway keeps no response store: GET /v1/responses/{entry} answered 404 to its owner right "
+                f"after POST /v1/responses stored it ({excerpt_body(_json(answer) or answer.text)})"
+            )
+            raise PreconditionNotMet(self._no_store)
+        self._store_seen = True
+
     def get(self, id: str, caller: int) -> dict[str, Any]:
+        """The stored conversation from ``input_items``; from a gateway that does not serve them, the
+        conversation as it replays it to the LS when a turn continues the entry (what it replays is
+        what it stored)."""
         key = self._key(caller)
+        items = self._input_items(id, key)
+        response = self._request("GET", f"/v1/responses/{id}", key)
+        if response.status_code == 404:
+            return {"not_found": True}
+        answer = answer_text(self._ok(response, f"GET /v1/responses/{id}").get("output") or ())
+        if items is None:  # not served, while the entry itself answers
+            return {"replayed": self._replayed(id, key), "answer": answer}
+        return {"messages": items, "answer": answer}
+
+    def _input_items(self, id: str, key: str) -> list[Any] | None:
+        """Every page of the entry's input items; None when the gateway does not serve them (404 while
+        the entry itself answers)."""
         items: list[Any] = []
         after: str | None = None
         while True:
             params = {"limit": str(_PAGE), "order": "asc", **({"after": after} if after else {})}
             page = self._request("GET", f"/v1/responses/{id}/input_items", key, params=params)
-            if page.status_code == 404:
-                return {"not_found": True}
+            if page.status_code in (404, 405, 501) and not items:
+                return None
             listing = self._ok(page, f"GET /v1/responses/{id}/input_items")
             data = listing.get("data")
             if not isinstance(data, list):
@@ -122,13 +162,35 @@ class HttpStore:
             if not listing.get("has_more") or not data:
                 break
             after = str(listing.get("last_id") or data[-1].get("id"))
-        response = self._request("GET", f"/v1/responses/{id}", key)
-        if response.status_code == 404:
-            return {"not_found": True}
-        return {
-            "messages": items,
-            "answer": answer_text(self._ok(response, f"GET /v1/responses/{id}").get("output") or ()),
-        }
+        return items
+
+    def _replayed(self, id: str, key: str) -> str:
+        """The prompt of the Send the gateway puts on the wire for a turn continuing entry ``id``."""
+        handle = self._ls()
+        if handle is None:
+            raise PreconditionNotMet(
+                "the gateway does not serve GET /v1/responses/{id}/input_items and its LS is not wired to the kit, "
+                "so what it stored is observable nowhere"
+            )
+        handle.reset()
+        handle.load_scenario({"turns": [{"chunks": [{"text": "ok"}]}]})
+        # Tagged: a gateway's response cache must not answer a continuation an earlier example made.
+        body = {"model": self._model, "previous_response_id": id, "input": new_tag() + CONTINUATION, "store": False}
+        answer = self._request("POST", "/v1/responses", key, json=body)
+        reply = _json(answer)
+        refused = refusal("POST /v1/responses (continuing the entry)", answer.status_code, reply or answer.text)
+        if refused is not None:
+            raise refused
+        sends = [e for e in handle.journal() if e.get("method") == "SendUserCascadeMessage"]
+        if answer.status_code != 200 or not sends:
+            raise TargetError(
+                self._describe(
+                    f"a turn continuing {id} (previous_response_id) answered {answer.status_code} and put "
+                    f"{len(sends)} Send(s) on the wire: {answer.text[:300]}"
+                )
+            )
+        items = (sends[-1].get("request") or {}).get("items") or [{}]
+        return untagged(str(items[0].get("text", "")))
 
     def delete(self, id: str, caller: int) -> dict[str, Any]:
         answer = self._request("DELETE", f"/v1/responses/{id}", self._key(caller))

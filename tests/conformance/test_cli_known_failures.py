@@ -42,7 +42,8 @@ def _run(tmp_path: Path, known: str, only: str = "WIRE-1") -> int:
         (PASSES, 1, "known failure passed", STALE),
         (PARTIAL, 1, "known failure passed", STALE),
         (TARGET_ERROR, 1, "error", "the target misbehaved: it hung up"),
-        (UNMET, 0, "not checkable", "not checkable on this target: in all 1 examples the target never resumed"),
+        # Listed or not, a run that judged nothing is not a pass.
+        (UNMET, 1, "not checkable", "not checkable on this target: in all 1 examples the target never resumed"),
     ],
 )
 def test_a_listed_invariant_is_expected_only_when_it_fails(
@@ -60,7 +61,10 @@ def test_a_listed_invariant_is_expected_only_when_it_fails(
     assert f"[1/1] WIRE-1 ... {verdict} (" in captured.err
     assert captured.out.splitlines()[0].startswith(f"WIRE-1   {verdict:<20} ")
     assert f"\n1 invariant(s): 1 {verdict}\n" in captured.out
-    if code:  # unexpected: the message is printed
+    if verdict == "not checkable":  # the reason under its line, then why the run is not a pass
+        assert f"\n         {message}\n" in captured.out
+        assert "\nnothing was judged: all 1 invariant(s) were not checkable" in captured.out
+    elif code:  # unexpected: the message is printed
         assert f"\n\nWIRE-1 {verdict}: {message}\n" in captured.out
     else:
         assert "\nWIRE-1 " not in captured.out

@@ -52,6 +52,9 @@ http:// targets (docs/adapters.md, 'Black-box HTTP targets'):
                         the response store limits the gateway was launched with, max_messages=N,max_entry_bytes=SIZE
                         (default: the reference's, max_messages=400,max_entry_bytes=32m)
   --ready-timeout S     seconds the launched gateway has to answer (default: 30)
+  --rate-limit-wait S   seconds the kit waits, over all retries of one request, when the gateway answers 429 or 503
+                        with a wait (Retry-After, retry_after_ms); past it the example is left unjudged (default: 60;
+                        0: never wait)
 """
 
 RUN_HELP = (
@@ -59,9 +62,10 @@ RUN_HELP = (
 usage: cascade-conformance run [-h] [--target TARGET] [--call-timeout CALL_TIMEOUT] [--launch COMMAND]
                                [--launch-cwd DIR] [--launch-env NAME=VALUE] [--ls-wiring {dial,spawn,none}]
                                [--api-key API_KEY] [--model MODEL] [--ledger-path PATH] [--native-bridge]
-                               [--store-limits LIMITS] [--ready-timeout S] [--only ONLY]
+                               [--store-limits LIMITS] [--ready-timeout S] [--rate-limit-wait S] [--only ONLY]
                                [--known-failures KNOWN_FAILURES] [--report REPORT] [--cache-dir CACHE_DIR]
-                               [--profile {ci,thorough}] [--seed SEED] [--log-level {DEBUG,INFO,WARNING,ERROR}]
+                               [--profile {ci,thorough}] [--seed SEED] [--max-examples N]
+                               [--log-level {DEBUG,INFO,WARNING,ERROR}]
 
 options:
   -h, --help            show this help message and exit
@@ -80,6 +84,8 @@ options:
   --profile {ci,thorough}
                         ci: derandomized, bounded; thorough: more
   --seed SEED           Hypothesis seed (reproduces a thorough run)
+  --max-examples N      at most N examples per invariant: a quick pass, e.g. over a slow gateway (default: the
+                        profile's)
   --log-level {DEBUG,INFO,WARNING,ERROR}
                         log level of the reference implementations while they are checked (default ERROR: the engine
                         warns about every image it drops, which the properties provoke on purpose)
@@ -93,7 +99,8 @@ REPLAY_HELP = (
 usage: cascade-conformance replay [-h] [--target TARGET] [--call-timeout CALL_TIMEOUT] [--launch COMMAND]
                                   [--launch-cwd DIR] [--launch-env NAME=VALUE] [--ls-wiring {dial,spawn,none}]
                                   [--api-key API_KEY] [--model MODEL] [--ledger-path PATH] [--native-bridge]
-                                  [--store-limits LIMITS] [--ready-timeout S] [--cache-dir CACHE_DIR]
+                                  [--store-limits LIMITS] [--ready-timeout S] [--rate-limit-wait S]
+                                  [--cache-dir CACHE_DIR]
                                   case
 
 positional arguments:

@@ -38,11 +38,13 @@ EVERY_VERDICT_OUT = """\
 WIRE-1   pass                    1 ex   Ts  Every RPC of the cascade flow decodes field for field as real clients…
 WIRE-2   fail (2 distinct failures)    6 ex   Ts  Unknown fields survive decoding and are reported in the journal…
 WIRE-3   fail                    2 ex   Ts  Malformed frames or protobuf get a clean gRPC error; the server stays…
-IMG-1    not checkable           1 ex   Ts  Images of every replayed turn reach field 6, within the bounds…
+IMG-1    not checkable                         Images of every replayed turn reach field 6, within the bounds…
+         not checkable on this target: in all 1 examples the target never resumed
 IMG-2    pass (partial: drop counters not exposed by the target)    1 ex   Ts  Ordinals: current-turn images are \
 #1..k, history images follow…
 IMG-3    error                   2 ex   Ts  Bounds: at most CASCADE_MAX_HISTORY_IMAGES (4) images and…
 OFF-1    not checkable                         Generator-metadata parsing keeps the record count when no record…
+         not checkable on this target: it lacks ls.serve
 7 invariant(s): 1 pass, 1 partial, 2 fail, 1 error, 2 not checkable
 reports: R/report.md R/junit.xml
 
@@ -119,20 +121,22 @@ def test_a_run_without_only_ends_with_the_count_of_invariants_not_yet_implemente
 
 
 @pytest.mark.parametrize(
-    ("verdicts", "code", "counts"),
+    ("verdicts", "code", "counts", "after"),
     [
-        ((PASSES,), 0, "1 invariant(s): 1 pass"),
-        ((PARTIAL,), 0, "1 invariant(s): 1 partial"),
-        ((UNMET,), 0, "1 invariant(s): 1 not checkable"),
-        ((PASSES, PARTIAL, UNMET), 0, "3 invariant(s): 1 pass, 1 partial, 1 not checkable"),
-        ((PASSES, FAILS), 1, "2 invariant(s): 1 pass, 1 fail"),
-        ((TARGET_ERROR, PASSES), 1, "2 invariant(s): 1 pass, 1 error"),
+        ((PASSES,), 0, "1 invariant(s): 1 pass", 0),
+        ((PARTIAL,), 0, "1 invariant(s): 1 partial", 0),
+        ((UNMET,), 1, "1 invariant(s): 1 not checkable", 2),  # nothing judged: a blank line and why
+        ((UNMET, UNMET), 1, "2 invariant(s): 2 not checkable", 2),
+        ((PASSES, PARTIAL, UNMET), 0, "3 invariant(s): 1 pass, 1 partial, 1 not checkable", 0),
+        ((PASSES, FAILS), 1, "2 invariant(s): 1 pass, 1 fail", 3),  # a blank line, its message, its replay
+        ((TARGET_ERROR, PASSES), 1, "2 invariant(s): 1 pass, 1 error", 3),
     ],
 )
-def test_the_exit_code_is_1_exactly_when_a_verdict_is_unexpected(
+def test_the_exit_code_is_1_exactly_when_a_verdict_is_unexpected_or_nothing_was_judged(
     verdicts: tuple[Check, ...],
     code: int,
     counts: str,
+    after: int,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
@@ -141,9 +145,12 @@ def test_the_exit_code_is_1_exactly_when_a_verdict_is_unexpected(
     only_these(monkeypatch, *(toy(inv_id, check) for inv_id, check in zip(ids, verdicts, strict=True)))
     assert main(["run", "--target", NOTHING, "--only", ",".join(ids), "--report", str(tmp_path)]) == code
     lines = capsys.readouterr().out.splitlines()
-    assert lines[len(ids)] == counts
-    assert lines[len(ids) + 1] == f"reports: {tmp_path}/report.md {tmp_path}/junit.xml"
-    assert len(lines) == len(ids) + 2 + (3 if code else 0)  # a failure: a blank line, its message, its replay
+    at = lines.index(counts)
+    assert [line.split()[0] for line in lines[:at] if not line.startswith(" ")] == ids
+    assert lines[at + 1] == f"reports: {tmp_path}/report.md {tmp_path}/junit.xml"
+    assert len(lines) == at + 2 + after
+    if verdicts.count(UNMET) == len(verdicts):
+        assert lines[-1].startswith(f"nothing was judged: all {len(ids)} invariant(s) were not checkable")
 
 
 def test_a_failure_without_a_case_has_no_replay_line(

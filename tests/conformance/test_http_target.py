@@ -383,10 +383,11 @@ def test_cli_usage_errors_exit_2_with_one_line(
 
 def test_cli_run_launches_the_gateway_and_keeps_its_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["run", "--target", "http://127.0.0.1:0", "--launch", echo(), "--launch-env", "ECHO_LS={ls_address}"]
-    assert main([*argv, "--only", "WIRE-1", "--report", str(tmp_path)]) == 0
+    assert main([*argv, "--only", "WIRE-1", "--report", str(tmp_path)]) == 1  # judged nothing: not a pass
     captured = capsys.readouterr()
     assert "target: http://127.0.0.1:" in captured.err
     assert re.search(r"^WIRE-1\s+not checkable", captured.out, re.MULTILINE)
+    assert "\nnothing was judged: all 1 invariant(s) were not checkable" in captured.out
     assert "echo-gateway: serving on" in (tmp_path / "gateway-output.log").read_text(encoding="utf-8")
 
 

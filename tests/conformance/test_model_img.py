@@ -291,8 +291,8 @@ def test_an_image_of_an_earlier_turn_is_attached_after_the_current_ones_and_mark
     assert expected.current_text == "what colour?"
     assert expected.field6 == ["img1", "img2", "img3"]
     assert expected.drops == no_drops()
-    lines = expected.lines(lambda slot: position_of(expected.field6, slot))
-    assert lines == [f"<human>\nlook{MARK.format(3)}\n</human>", "<assistant>\na cat\n</assistant>"]
+    lines = expected.bodies(lambda slot: position_of(expected.field6, slot))
+    assert lines == [f"look{MARK.format(3)}", "a cat"]
     assert MARKER_RE.findall("".join(lines)) == ["3"]
 
 
@@ -360,9 +360,9 @@ def test_a_block_that_yields_no_image_is_counted_unextractable_and_takes_no_slot
     assert [s.name for s in expected.history] == ["turn 0 block 0 (no image)", "img1", "turn 1 block 0 (no image)"]
     assert [s.name for s in expected.attached] == ["img1"]
     assert expected.drops == no_drops(unextractable=2)
-    assert expected.lines(lambda slot: position_of(expected.field6, slot)) == [
-        f"<human>\n{PLACEHOLDER}{MARK.format(1)}\n</human>",
-        f"<assistant>\n{PLACEHOLDER}\n</assistant>",
+    assert expected.bodies(lambda slot: position_of(expected.field6, slot)) == [
+        f"{PLACEHOLDER}{MARK.format(1)}",
+        PLACEHOLDER,
     ]
 
 
@@ -414,7 +414,7 @@ def test_images_of_turns_the_budget_cut_are_truncated_and_never_attached() -> No
     assert [s.name for s in expected.history] == ["img1", "turn 0 block 1 (no image)", "img2"]
     assert expected.field6 == ["img2"]
     assert expected.drops == no_drops(truncated=2)
-    assert expected.lines(lambda slot: position_of(expected.field6, slot)) == [f"<human>\nc{MARK.format(1)}\n</human>"]
+    assert expected.bodies(lambda slot: position_of(expected.field6, slot)) == [f"c{MARK.format(1)}"]
 
 
 # ---------------------------------------------------------------------------- the vision gate and the planner mode
@@ -428,7 +428,7 @@ def test_with_a_tool_preamble_and_no_bridge_every_replayed_image_is_no_vision() 
     assert expected.attached == []
     assert expected.drops == no_drops(no_vision=1, truncated=2)
     assert expected.planner_mode == PLANNER_NO_TOOL
-    assert expected.lines(lambda slot: position_of(expected.field6, slot)) == [f"<human>\n{PLACEHOLDER}\n</human>"]
+    assert expected.bodies(lambda slot: position_of(expected.field6, slot)) == [PLACEHOLDER]
 
 
 @pytest.mark.parametrize(
@@ -481,7 +481,7 @@ def test_a_one_turn_conversation_has_no_history() -> None:
     assert (expected.first_included, expected.history, expected.attached) == (0, [], [])
     assert expected.field6 == ["img1"]
     assert expected.current_text == "hi there"
-    assert expected.lines(lambda slot: 1) == []
+    assert expected.bodies(lambda slot: 1) == []
     assert expected.drops == no_drops()
 
 

@@ -223,6 +223,7 @@ HELP = (
     "--cascade-native-bridge the gateway maps tool history to Cascade steps: native-mode examples run, "
     "the others do not "
     "--cascade-ready-timeout=S seconds to answer (default: 30) "
+    "--cascade-rate-limit-wait=S seconds to wait out 429/503 answers per request (default: 60) "
     "--cascade-store-limits=LIMITS the gateway's response store limits: max_messages=N,max_entry_bytes=SIZE "
     "(default: the reference's)"
 )

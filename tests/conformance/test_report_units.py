@@ -344,16 +344,24 @@ def test_the_markdown_report_shows_the_table_and_each_failure_with_case_wire_and
         Result(CATALOGUE["STORE-8"], Status.NOT_CHECKABLE, "it lacks store"),
         _failed("SO-1", [failure], seconds=0.126, examples=7),
     ]
+    results[0].refused, results[0].unjudged = 3, 2
+    results[0].reasons = {"the target refused the input: 400 seed": 3, "no resume": 2}
     assert _markdown(results, tmp_path, flags=" --api-key 'k 1'") == [
         "# Conformance report",
         "",
         f"Target: `{TARGET}`",
         "",
-        "| invariant | result | examples | seconds |",
-        "|---|---|---|---|",
-        "| WIRE-1 | pass | 40 | 2.50 |",
-        "| STORE-8 | not checkable | 0 | 0.00 |",
-        "| SO-1 | fail | 7 | 0.13 |",
+        "| invariant | result | judged | refused | not judged | seconds |",
+        "|---|---|---|---|---|---|",
+        "| WIRE-1 | pass | 40 | 3 | 2 | 2.50 |",
+        "| STORE-8 | not checkable | 0 | 0 | 0 | 0.00 |",
+        "| SO-1 | fail | 7 | 0 | 0 | 0.13 |",
+        "",
+        "## What was not judged",
+        "",
+        "- **WIRE-1** (pass): 40 judged, 3 refused, 2 not judged; not judged: the target refused the input: 400 seed "
+        "(3 examples); no resume (2 examples)",
+        "- **STORE-8** (not checkable): it lacks store",
         "",
         "## SO-1: fail",
         "",

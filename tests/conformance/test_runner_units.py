@@ -242,13 +242,16 @@ def test_a_property_no_example_could_judge_is_not_checkable_counting_each_reason
 
     target = ToyTarget()
     result = run_property(toy_property(first_never_resumed_then_no_image, numbers(0, 2)), target, RunOptions())
+    # The reasons most frequent first; no example judged, every one counted as not judged.
     assert result == Result(
         CATALOGUE["WIRE-1"],
         Status.NOT_CHECKABLE,
-        "not checkable on this target: in all 3 examples the target never resumed a cascade; "
-        "no image in the history (2 examples)",
+        "not checkable on this target: in all 3 examples no image in the history (2 examples); "
+        "the target never resumed a cascade",
         seconds=result.seconds,
-        examples=3,
+        examples=0,
+        unjudged=3,
+        reasons={"the target never resumed a cascade": 1, "no image in the history": 2},
     )
     assert result.seconds > 0
     assert len(target.unmet) == 3
@@ -258,7 +261,7 @@ def test_a_single_example_not_met_is_not_checkable_with_its_bare_reason() -> Non
     result = run_property(toy_property(never_resumes, numbers(1, 1)), ToyTarget(), RunOptions())
     assert result.status == Status.NOT_CHECKABLE
     assert result.message == "not checkable on this target: in all 1 examples the target never resumed a cascade"
-    assert result.examples == 1
+    assert (result.examples, result.refused, result.unjudged) == (0, 0, 1)
 
 
 def test_parts_the_target_does_not_expose_make_a_partial_pass_naming_all_of_them_sorted() -> None:
@@ -444,6 +447,8 @@ def test_a_replayed_case_whose_precondition_is_not_met_is_not_checkable_on_this_
         Status.NOT_CHECKABLE,
         "not checkable on this case: the target never resumed a cascade",
         {"n": 4},
+        unjudged=1,
+        reasons={"the target never resumed a cascade": 1},
     )
 
 

@@ -15,12 +15,29 @@ def _run(invariant: str, factory: str) -> Result:
     return run_on(f"{BROKEN}:{factory}", invariant)
 
 
-@pytest.mark.parametrize("invariant", ["STORE-1", "STORE-4", "STORE-6", "STORE-7"])
+@pytest.mark.parametrize("invariant", ["STORE-1", "STORE-4", "STORE-7"])
 def test_the_seed_baseline_store_fails_the_rules_it_breaks(invariant: str) -> None:
     result = _run(invariant, "naive_store")
     assert result.status == Status.FAIL, (result.status, result.message)
     assert result.failures
     assert all(f.case is not None for f in result.failures)
+
+
+def test_the_seed_baseline_store_leaves_no_notice_whose_shape_store_6_could_judge() -> None:
+    """Its drops leave no notice at all: STORE-4 fails for that; STORE-6, about a notice's shape,
+    has nothing to judge (one invariant is not judged through another)."""
+    result = _run("STORE-6", "naive_store")
+    assert result.status == Status.NOT_CHECKABLE, (result.status, result.message)
+    assert "the store left no notice whose shape could be judged" in result.message
+
+
+@pytest.mark.parametrize("invariant", ["STORE-1", "STORE-2", "STORE-3"])
+def test_a_store_dropping_the_oversized_calls_silently_fails_instead_of_escaping(invariant: str) -> None:
+    """The calls a property needs are gone, and nothing says so: that is the violation, not a missing
+    precondition (before, "not checkable: the store kept none of the oversized tool calls")."""
+    result = _run(invariant, "drops_oversized_calls")
+    assert result.status == Status.FAIL, (result.status, result.message)
+    assert "dropped from the stored conversation without a notice" in result.message
 
 
 def test_the_seed_baseline_store_still_keeps_entries_to_their_owner() -> None:

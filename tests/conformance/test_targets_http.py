@@ -10,11 +10,11 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from conformance.example_tags import TAG_RE
 from conformance.targets import (
     HttpOptions,
     HttpTarget,
@@ -124,58 +124,74 @@ def test_a_dial_wired_launch_offers_the_wire_and_store_operations(echo: tuple[st
         target.close()
 
 
+# A gateway's own settings beside the one limit of the kit's examples it was launched with: only the
+# limits the kit names (the history-image caps, the history budget) are compared with an example's.
+_GATEWAY_ENV = {
+    "CASCADE_MAX_HISTORY_IMAGE_BYTES": "900",
+    "CASCADE_POLL_INTERVAL_MS": "5",
+    "MYGW_SKIP_DOTENV": "1",
+    "MYGW_DATA_DIR": "/tmp/mygw",
+    "HOST": "127.0.0.1",
+    "WINDSURFAPI_Z": "3",
+}
+
+
 @pytest.mark.parametrize(
     ("example_env", "differing"),
     [
-        ({"CASCADE_X": "1"}, "WINDSURFAPI_Z"),
-        ({}, "CASCADE_X, WINDSURFAPI_Z"),
-        ({"CASCADE_X": "2", "WINDSURFAPI_Z": "3"}, "CASCADE_X"),
-        ({"CASCADE_X": "1", "WINDSURFAPI_Z": "3", "CASCADE_NEW": "4"}, "CASCADE_NEW"),
+        ({}, "CASCADE_MAX_HISTORY_IMAGE_BYTES unset"),
+        ({"CASCADE_MAX_HISTORY_IMAGE_BYTES": "800"}, "CASCADE_MAX_HISTORY_IMAGE_BYTES=800"),
+        ({"CASCADE_MAX_HISTORY_IMAGE_BYTES": "900", "CASCADE_MAX_HISTORY_IMAGES": "2"}, "CASCADE_MAX_HISTORY_IMAGES=2"),
+        ({"CASCADE_MAX_HISTORY_BYTES": "70"}, "CASCADE_MAX_HISTORY_BYTES=70, CASCADE_MAX_HISTORY_IMAGE_BYTES unset"),
     ],
 )
-def test_builds_need_the_limits_the_gateway_was_launched_with(
+def test_builds_need_the_kits_limits_the_gateway_was_launched_with(
     echo: tuple[str, Log], launched: Callable[..., HttpTarget], example_env: dict[str, str], differing: str
 ) -> None:
     port = int(echo[0].rsplit(":", 1)[1])
-    env = {"CASCADE_X": "1", "WINDSURFAPI_Z": "3", "OTHER_Y": "2"}
-    launch = LaunchSpec(command="sh -c 'exec sleep 30' {ls_address}", env=env, ready_timeout_s=5)
+    launch = LaunchSpec(command="sh -c 'exec sleep 30' {ls_address}", env=_GATEWAY_ENV, ready_timeout_s=5)
     target = launched(f"http://127.0.0.1:{port}", HttpOptions(launch=launch))
+    assert target.fixed_env() == {"CASCADE_MAX_HISTORY_IMAGE_BYTES": "900"}
     params = {"messages": REQUEST["messages"], "model_uid": "u", "tool_preamble": "", "native_mode": False}
     with pytest.raises(PreconditionNotMet) as info:
         target.call("engine.build_send_request", **params, is_resume=False, env=example_env)
     assert info.value.reason == (
-        f"the example sets limits the gateway was not launched with ({differing}; pass them with "
-        "--launch-env to check such examples)"
+        f"the example needs the limits {differing}, which the gateway was not launched with (launch it with "
+        "--launch-env NAME=VALUE to check such examples)"
     )
 
 
-def test_a_build_with_the_launch_limits_is_sent(
-    echo: tuple[str, Log], launched: Callable[..., HttpTarget], monkeypatch: pytest.MonkeyPatch
+def test_a_build_with_the_launch_limits_is_sent_as_a_client_would_send_it(
+    echo: tuple[str, Log], launched: Callable[..., HttpTarget]
 ) -> None:
-    """Sent with a fresh seed drawn from 2**31 values, so a repeated example practically never meets a cached
-    answer (the draw is recorded here and answers 0)."""
-    bounds: list[int] = []
-
-    def draw(bound: int) -> int:
-        bounds.append(bound)
-        return 0
-
-    monkeypatch.setattr(_http, "secrets", SimpleNamespace(randbelow=draw))
+    """The gateway's own settings (its port, data folder, switches, its poll interval under a CASCADE_
+    prefix) are not compared; the request carries no sampling parameter a gateway may refuse: the
+    example is made unique by a tag in front of its first message's text."""
     port = int(echo[0].rsplit(":", 1)[1])
-    env = {"CASCADE_X": "1", "WINDSURFAPI_Z": "3", "OTHER_Y": "2"}
-    launch = LaunchSpec(command="sh -c 'exec sleep 30' {ls_address}", env=env, ready_timeout_s=5)
+    launch = LaunchSpec(command="sh -c 'exec sleep 30' {ls_address}", env=_GATEWAY_ENV, ready_timeout_s=5)
     target = launched(f"http://127.0.0.1:{port}", HttpOptions(launch=launch))
     params = {"messages": REQUEST["messages"], "model_uid": "u", "tool_preamble": "", "native_mode": False}
-    limits = {"CASCADE_X": "1", "WINDSURFAPI_Z": "3"}
+    bodies: list[dict[str, Any]] = []
+    chat = target._chat
+
+    def recorded(body: dict[str, Any], api_key: str) -> dict[str, Any]:
+        bodies.append(body)
+        return chat(body, api_key)
+
+    target._chat = recorded  # type: ignore[method-assign,assignment]
+    env = {"CASCADE_MAX_HISTORY_IMAGE_BYTES": "900"}
     with pytest.raises(TargetError) as failed:
-        target.call("engine.build_send_request", **params, is_resume=False, env=limits)
+        target.call("engine.build_send_request", **params, is_resume=False, env=env)
     prefix = (
         f"{target.description}: no SendUserCascadeMessage reached the LS for the conversation; the gateway answered "
     )
-    sent = {"model": "claude-sonnet-4-6", "messages": REQUEST["messages"], "seed": 0}
-    body = echo_gateway.COMPLETION | {"received": sent}
-    assert str(failed.value) == prefix + json.dumps({"status": 200, "body": body})[:400]
-    assert bounds == [2**31]
+    assert str(failed.value).startswith(prefix + '{"status": 200')
+    [sent] = bodies
+    assert sorted(sent) == ["messages", "model"]
+    first = sent["messages"][0]["content"]
+    asked = "hi"  # REQUEST's one message
+    assert TAG_RE.fullmatch(first[: -len(asked)]), first
+    assert first.endswith(asked)
 
 
 def test_a_launched_gateways_failures_say_whether_it_still_runs(echo: tuple[str, Log], tmp_path: Path) -> None:

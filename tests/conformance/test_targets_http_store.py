@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from conformance.targets import HttpOptions, HttpTarget, TargetError
-from conformance.targets._http_store import HttpStore
+from conformance.targets import HttpOptions, HttpTarget, PreconditionNotMet, TargetError
+from conformance.targets._http_store import DEFAULT_STORE_LIMITS, HttpStore
 from fakels.server import FakeLSThread
 from tests.conformance.targets_support import Canned, RecordingLs, canned_server, echo_server
 
@@ -120,7 +120,11 @@ def test_a_put_plays_the_answer_and_keeps_the_output_items_but_reasoning(
     assert ls.resets == 1
     assert store.put([{"role": "user", "content": "no-output"}], 1, {"text": "t"}) == {"id": "r2", "appended": []}
     assert ls.loaded[1] == {"turns": [{"chunks": [{"text": "t"}]}]}
-    assert echo[1] == [("POST", "/v1/responses", "k1"), ("POST", "/v1/responses", "k2")]
+    assert echo[1] == [
+        ("POST", "/v1/responses", "k1"),
+        ("GET", "/v1/responses/r1", "k1"),
+        ("POST", "/v1/responses", "k2"),
+    ]
 
 
 def test_a_put_answered_without_an_id_is_an_error(store: HttpStore) -> None:
@@ -137,6 +141,7 @@ ANSWERS: dict[tuple[str, str], Canned] = {
     ("POST", "/v1/responses"): (200, JSON, b'{"id": "resp_1", "output": []}'),
     ("GET", "/v1/responses/held/input_items?limit=100&order=asc"): (200, JSON, b'{"data": [], "has_more": false}'),
     ("GET", "/v1/responses/held"): (500, [], LONG.encode()),
+    ("GET", "/v1/responses/resp_1"): (200, JSON, b'{"id": "resp_1", "output": []}'),
 }
 Received = list[tuple[str, str, dict[str, str], bytes]]
 
@@ -158,9 +163,34 @@ def test_a_put_posts_the_conversation_to_be_stored_with_the_callers_key(ls: Reco
     messages = [{"role": "user", "content": "keep me"}]
     with canned_store(ls, ANSWERS) as (store, received):
         assert store.put(messages, 1, {"text": "t"}) == {"id": "resp_1", "appended": []}
-    [(method, path, headers, body)] = received
+    # The first entry is read back at once by its owner: a gateway that keeps none has no store.
+    [(method, path, headers, body), probe] = received
     assert (method, path, headers["authorization"]) == ("POST", "/v1/responses", "Bearer k2")
     assert json.loads(body) == {"model": "m", "input": messages, "store": True}
+    assert (probe[0], probe[1], probe[2]["authorization"]) == ("GET", "/v1/responses/resp_1", "Bearer k2")
+    with canned_store(ls, ANSWERS) as (store, received):
+        store.put(messages, 1, {"text": "t"})
+        store.put(messages, 0, {"text": "t"})
+    assert [(m, p) for m, p, _h, _b in received] == [
+        ("POST", "/v1/responses"),
+        ("GET", "/v1/responses/resp_1"),
+        ("POST", "/v1/responses"),
+    ]
+
+
+def test_a_gateway_whose_first_entry_its_owner_cannot_read_keeps_no_store(ls: RecordingLs) -> None:
+    answers = {k: v for k, v in ANSWERS.items() if k != ("GET", "/v1/responses/resp_1")}
+    with canned_store(ls, answers) as (store, received):
+        with pytest.raises(PreconditionNotMet) as info:
+            store.put([{"role": "user", "content": "keep me"}], 0, {"text": "t"})
+        assert info.value.reason == (
+            "the gateway keeps no response store: GET /v1/responses/resp_1 answered 404 to its owner right after "
+            "POST /v1/responses stored it (no canned answer)"
+        )
+        with pytest.raises(PreconditionNotMet) as again:  # decided: later examples are not even sent
+            store.open(dict(DEFAULT_STORE_LIMITS))
+        assert again.value.reason == info.value.reason
+    assert len(received) == 2
 
 
 @pytest.mark.parametrize(

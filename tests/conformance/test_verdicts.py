@@ -156,7 +156,7 @@ def test_a_target_that_never_resumes_is_not_checkable_on_img_6() -> None:
     result = _run("IMG-6", "never_resumes")
     assert result.status == Status.NOT_CHECKABLE, (result.status, result.message)
     assert "never resumed turn 1's cascade" in result.message
-    assert result.examples == 20
+    assert (result.examples, result.unjudged) == (0, 20)
 
 
 # ---------------------------------------------------------------------------- fields a target cannot give

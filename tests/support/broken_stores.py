@@ -32,7 +32,7 @@ class NaiveStore(ReferenceTarget):
             kept = kept[-cap:]
         while len(repr(kept)) > self._limits["max_entry_bytes"]:
             holder, key, value = max(_strings(kept), key=lambda slot: len(slot[2]))
-            if len(value) <= len(_MARKER):
+            if len(value) // 2 + len(_MARKER) >= len(value):  # halving would not shrink it: give up
                 break
             holder[key] = value[: len(value) // 2] + _MARKER
         entry = "resp_" + uuid.uuid4().hex
@@ -106,6 +106,29 @@ class RejectsBigWrites(ReferenceTarget):
         if len(repr(messages)) + len(repr(answer)) > self._open_store().limits.max_entry_bytes:
             return {"rejected": "over the entry budget"}
         return super().store_put(messages, caller, answer)
+
+
+class DropsOversizedCalls(ReferenceTarget):
+    """Keeps an entry under its budget by dropping every message that carries an oversized tool call
+    (and its result), silently: no notice, so nothing tells a reader turns are missing."""
+
+    def store_put(self, messages: list[dict[str, Any]], caller: int, answer: dict[str, Any]) -> dict[str, Any]:
+        budget = self._open_store().limits.max_entry_bytes
+        big = {c for m in messages for c in _call_ids(m) if len(repr(m)) > budget}
+        kept = [m for m in messages if not (set(_call_ids(m)) & big)]
+        if answer.get("tool_call") and len(repr(answer)) > budget:
+            answer = {"text": "done"}
+        return super().store_put(kept, caller, answer)
+
+
+def _call_ids(message: Mapping[str, Any]) -> list[str]:
+    ids = [str(c.get("id")) for c in message.get("tool_calls") or () if isinstance(c, Mapping)]
+    ids += [str(message[k]) for k in ("call_id", "tool_call_id") if k in message]
+    return ids
+
+
+def drops_oversized_calls() -> DropsOversizedCalls:
+    return DropsOversizedCalls()
 
 
 def naive_store() -> NaiveStore:

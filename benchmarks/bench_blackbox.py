@@ -1,0 +1,74 @@
+"""Wall time of the whole catalogue against a gateway the kit launches and judges as a black box.
+
+    python benchmarks/bench_blackbox.py [--gateway foreign|engine|both]
+
+Runs ``cascade-conformance run`` (a subprocess, as a user runs it) against:
+
+- ``foreign``: ``tests/support/foreigngw``, the foreign-style gateway (its own settings only, the
+  small store limits the docs' worked example uses);
+- ``engine``: ``cascade-engine serve`` dialling the kit's fake, with two keys, the ledger, a 5 ms
+  poll interval and small store limits.
+
+Prints each run's wall time, its exit code and its verdict summary line. The aim is under 3 minutes
+each on 2 cores; the script only reports, it does not judge the time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+_COMMON = ["run", "--target", "http://127.0.0.1:0", "--store-limits", "max_messages=12,max_entry_bytes=64k"]
+_FOREIGN_ENV = (
+    "FGW_PORT={port}",
+    "FGW_LS_ADDRESS={ls_address}",
+    "FGW_CSRF_TOKEN={csrf_token}",
+    "FGW_API_KEYS=fk-1,fk-2",
+    "CASCADE_POLL_INTERVAL_MS=2",
+    "FGW_STORE_MAX_MESSAGES=12",
+    "FGW_STORE_MAX_ENTRY_BYTES=65536",
+)
+_ENGINE = (
+    f"{sys.executable} -m engine.cli serve --port {{port}} --ls-address {{ls_address}} --csrf-token {{csrf_token}} "
+    "--api-key bk-1 --api-key bk-2 --poll-interval-s 0.005 --store-max-messages 12 --store-max-entry-bytes 65536"
+)
+
+
+def _argv(gateway: str, report: Path) -> list[str]:
+    argv = [sys.executable, "-m", "conformance.cli", *_COMMON, "--report", str(report)]
+    if gateway == "foreign":
+        argv += ["--launch", f"{sys.executable} -m tests.support.foreigngw", "--launch-cwd", str(REPO)]
+        for pair in _FOREIGN_ENV:
+            argv += ["--launch-env", pair]
+        return [*argv, "--api-key", "fk-1", "--api-key", "fk-2"]
+    return [*argv, "--launch", _ENGINE, "--api-key", "bk-1", "--api-key", "bk-2", "--ledger-path", "/v1/ledger"]
+
+
+def _run(gateway: str) -> int:
+    with tempfile.TemporaryDirectory() as folder:
+        started = time.perf_counter()
+        done = subprocess.run(_argv(gateway, Path(folder)), cwd=REPO, capture_output=True, text=True, check=False)
+        seconds = time.perf_counter() - started
+    summary = next((line for line in done.stdout.splitlines() if " invariant(s): " in line), "(no summary)")
+    print(f"{gateway:<8} {seconds:7.1f} s  exit {done.returncode}  {summary}")
+    if done.returncode not in (0, 1):
+        print(done.stderr[-2000:], file=sys.stderr)
+    return done.returncode
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gateway", choices=("foreign", "engine", "both"), default="both")
+    args = parser.parse_args()
+    chosen = ("foreign", "engine") if args.gateway == "both" else (args.gateway,)
+    codes = [_run(gateway) for gateway in chosen]
+    return 0 if all(code == 0 for code in codes) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,147 @@
+"""The kit pointed, black box, at a gateway it has never seen: foreigngw (``tests/support/foreigngw``),
+written apart from the engine, launched by the kit as a separate process and configured only by its
+own environment, as a user points the kit at a third-party gateway (``docs/adapters.md``, "A foreign
+gateway, worked through").
+
+It behaves as real gateways do: refuses sampling parameters and empty last user messages, cools down
+with 429 and ``retry_after_ms`` after an upstream failure, frames every prompt with its own system and
+identity lines, makes tool calls only from its own markup, serves ``GET /v1/responses/{id}`` but not
+``/input_items``. ``FGW_PERSONALITY=lean`` has no store, answers tools with 501, estimates usage from
+text and starts a fresh cascade every request. Each row runs the real command line: the correct
+gateway gets no ``fail`` and no ``error``; each defect switch fails exactly the invariants it breaks.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+# Its own settings beside the kit's placeholders: none of them is a limit the kit's examples set.
+_ENV = (
+    "FGW_PORT={port}",
+    "FGW_LS_ADDRESS={ls_address}",
+    "FGW_CSRF_TOKEN={csrf_token}",
+    "FGW_API_KEYS=fk-1,fk-2",
+    "FGW_SKIP_DOTENV=1",
+    "CASCADE_POLL_INTERVAL_MS=2",
+    "FGW_COOLDOWN_S=1",
+    "FGW_STORE_MAX_MESSAGES=12",
+    "FGW_STORE_MAX_ENTRY_BYTES=65536",
+)
+# A quick pass per row (the docs' table comes from full runs, `benchmarks/bench_blackbox.py`).
+EXAMPLES = 12
+_VERDICT = re.compile(r"^([A-Z]+-\d+)\s+(pass \(partial|pass|fail|error|not checkable|known failure)")
+
+P, PARTIAL, FAIL, NC = "pass", "partial", "fail", "not checkable"
+
+FULL = {
+    "IMG": {
+        "IMG-1": P,
+        "IMG-2": P,
+        "IMG-3": PARTIAL,  # no history-image counters: the bounds are judged on the wire
+        "IMG-4": NC,  # about the counters alone
+        "IMG-5": PARTIAL,
+        "IMG-6": PARTIAL,
+        "IMG-7": PARTIAL,
+        "IMG-8": PARTIAL,
+    },
+    "OFF,SO,ACC": {
+        "OFF-1": NC,
+        "OFF-2": P,
+        "OFF-3": NC,
+        "OFF-4": P,
+        "OFF-5": NC,  # no native bridge
+        "SO-1": P,
+        "SO-2": PARTIAL,  # no ledger
+        "SO-3": P,
+        "SO-4": NC,  # tool calls only from its own markup
+        "ACC-1": NC,
+        "ACC-2": P,
+        "ACC-3": NC,
+    },
+    "STORE": {
+        "STORE-1": P,  # judged from what it replays: it serves no input_items
+        "STORE-2": NC,  # call ids are not in what it replays
+        "STORE-3": NC,  # it appends no tool call for the LS's proposal, so no plain-text call is stored
+        "STORE-4": PARTIAL,
+        "STORE-5": P,
+        "STORE-6": PARTIAL,
+        "STORE-7": P,
+        "STORE-8": P,
+    },
+}
+
+
+def run(tmp_path: Path, capsys: pytest.CaptureFixture[str], only: str, *env: str) -> tuple[int, dict[str, str], str]:
+    """``cascade-conformance run`` against a launched foreigngw; the exit code, each invariant's
+    verdict word, and what it printed."""
+    argv = ["run", "--target", "http://127.0.0.1:0", "--launch", f"{sys.executable} -m tests.support.foreigngw"]
+    argv += ["--launch-cwd", str(REPO), "--api-key", "fk-1", "--api-key", "fk-2"]
+    argv += ["--store-limits", "max_messages=12,max_entry_bytes=64k", "--only", only, "--report", str(tmp_path)]
+    argv += ["--max-examples", str(EXAMPLES)]
+    for pair in (*_ENV, *env):
+        argv += ["--launch-env", pair]
+    code = main(argv)
+    out = capsys.readouterr().out
+    verdicts = {}
+    for line in out.splitlines():
+        found = _VERDICT.match(line)
+        if found:
+            verdicts[found.group(1)] = "partial" if found.group(2) == "pass (partial" else found.group(2)
+    return code, verdicts, out
+
+
+@pytest.mark.parametrize("families", list(FULL))
+def test_the_correct_gateway_passes_all_it_can_be_checked_for(
+    families: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, verdicts, out = run(tmp_path, capsys, families)
+    assert verdicts == FULL[families], out
+    assert code == 0, out
+
+
+LEAN = {
+    # Tools are refused with 501 (the vision gate is not checkable); no cascade is ever resumed.
+    "IMG": FULL["IMG"] | {"IMG-5": NC, "IMG-6": NC},
+    "OFF,SO,ACC": FULL["OFF,SO,ACC"] | {"OFF-2": NC, "OFF-4": NC, "SO-2": PARTIAL, "ACC-2": NC},
+    "STORE": dict.fromkeys(FULL["STORE"], NC),
+}
+
+
+@pytest.mark.parametrize("families", list(LEAN))
+def test_the_lean_personality_is_not_checkable_for_what_it_lacks_and_fails_nothing(
+    families: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, verdicts, out = run(tmp_path, capsys, families, "FGW_PERSONALITY=lean")
+    assert verdicts == LEAN[families], out
+    if families == "STORE":  # its first entry shows it keeps none; a run that judged nothing is no pass
+        assert out.count("the gateway keeps no response store: GET /v1/responses/") == len(verdicts), out
+        assert "\nnothing was judged: all 8 invariant(s) were not checkable" in out
+        assert code == 1, out
+    else:
+        assert code == 0, out
+
+
+@pytest.mark.parametrize(
+    ("defect", "family", "failing"),
+    [
+        ("history-image-placeholder", "IMG", {"IMG-1"}),
+        ("no-schema-validation", "SO", {"SO-1", "SO-2"}),
+        ("splice-arguments", "STORE", {"STORE-1"}),
+        # No notice at all: STORE-7 says the stored conversation still carries one when both limits bind.
+        ("silent-count-drop", "STORE", {"STORE-4", "STORE-7"}),
+    ],
+)
+def test_each_seed_defect_fails_exactly_its_invariants(
+    defect: str, family: str, failing: set[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, verdicts, out = run(tmp_path, capsys, family, f"FGW_DEFECTS={defect}")
+    assert {inv for inv, verdict in verdicts.items() if verdict == FAIL} == failing, out
+    assert "error" not in verdicts.values(), out
+    assert code == 1, out

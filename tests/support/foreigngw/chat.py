@@ -1,0 +1,142 @@
+"""``POST /v1/chat/completions``: refusals, then one turn, answered as a ``chat.completion`` or as
+``chat.completion.chunk`` events (live when the text is delivered as is, buffered with tools or a
+schema)."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.support.foreigngw.entries import chat_conversation, has_text
+from tests.support.foreigngw.http_io import GatewayError, Reply, bad_request, dumps, not_implemented
+from tests.support.foreigngw.markup import parse_tools
+from tests.support.foreigngw.runner import Answer, Runner, TurnRequest
+from tests.support.foreigngw.settings import Settings
+from tests.support.foreigngw.structured import CODE as NOT_CONFORMING
+from tests.support.foreigngw.structured import chat_schema
+
+UNSUPPORTED = ("seed", "logit_bias", "logprobs", "top_logprobs", "n")
+EMPTY_CONTENT = "The last user message has empty content; send text with images"
+
+
+def usage_document(answer: Answer) -> dict[str, Any]:
+    return {
+        "prompt_tokens": answer.prompt_tokens,
+        "completion_tokens": answer.completion_tokens,
+        "total_tokens": answer.prompt_tokens + answer.completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": answer.cached_tokens},
+    }
+
+
+def _tool_calls(answer: Answer) -> list[dict[str, Any]]:
+    return [
+        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in answer.calls
+    ]
+
+
+def turn_request(settings: Settings, caller: str, body: Any) -> TurnRequest:
+    """The turn a chat body asks for, or the refusal it gets (nothing is sent upstream)."""
+    if not isinstance(body, Mapping):
+        raise bad_request("the request body must be a JSON object")
+    given = [name for name in UNSUPPORTED if body.get(name) is not None]
+    if given:
+        raise bad_request(f"Unsupported sampling parameter(s): {', '.join(given)}", "unsupported_parameter")
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise bad_request("model is required", param="model")
+    tools = parse_tools(body.get("tools"))
+    conversation = chat_conversation(body.get("messages"))
+    if not settings.full and (tools or conversation.has_tool_traffic()):
+        raise not_implemented()
+    current = conversation.current_index()
+    if current < 0 or not has_text(conversation.entries[current].content):
+        raise bad_request(EMPTY_CONTENT, "empty_user_content", param="messages")
+    schema = chat_schema(body.get("response_format"))
+    return TurnRequest(caller, model, conversation, tools, schema)
+
+
+def handle(settings: Settings, runner: Runner, caller: str, body: Any, reply: Reply) -> None:
+    request = turn_request(settings, caller, body)
+    assert isinstance(body, Mapping)
+    completion_id = f"chatcmpl-{secrets.token_hex(12)}"
+    if body.get("stream") is not True:
+        answer = runner.run(request)
+        message: dict[str, Any] = {"role": "assistant", "content": answer.content or (None if answer.calls else "")}
+        if answer.calls:
+            message["tool_calls"] = _tool_calls(answer)
+        choice = {"index": 0, "message": message, "finish_reason": "tool_calls" if answer.calls else "stop"}
+        document = {
+            "id": completion_id,
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request.model,
+            "choices": [choice],
+            "usage": usage_document(answer),
+        }
+        reply.json(200, document)
+        return
+    options = body.get("stream_options")
+    include_usage = isinstance(options, Mapping) and options.get("include_usage") is True
+    _stream(runner, request, _Chunks(reply, completion_id, request.model), include_usage)
+
+
+@dataclass
+class _Chunks:
+    """The event stream of one completion; opened (with the role delta) at the first frame."""
+
+    reply: Reply
+    completion_id: str
+    model: str
+    created: int = field(default_factory=lambda: int(time.time()))
+    opened: bool = False
+    sent: str = ""
+
+    def frame(self, delta: dict[str, Any] | None, finish: str | None = None, **extra: Any) -> None:
+        if not self.opened:
+            self.opened = True
+            self.reply.start_events()
+            self.frame({"role": "assistant", "content": ""})
+        choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
+        chunk = {
+            "id": self.completion_id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": choices,
+            **extra,
+        }
+        self.reply.event(dumps(chunk))
+
+    def text(self, piece: str) -> None:
+        self.frame({"content": piece})
+        self.sent += piece
+
+
+def _stream(runner: Runner, request: TurnRequest, chunks: _Chunks, include_usage: bool) -> None:
+    live = not request.tools and request.schema is None
+    # With a schema (and no tools) the answer's pieces are held until it validates, then sent as they came.
+    held: list[str] = []
+    on_text = chunks.text if live else (held.append if not request.tools else None)
+    try:
+        answer = runner.run(request, on_text)
+    except GatewayError as exc:
+        if exc.code == NOT_CONFORMING or chunks.opened:
+            if not chunks.opened:
+                chunks.reply.start_events()
+            chunks.reply.event(dumps(exc.document))  # the one event; no [DONE]
+            return
+        raise
+    for piece in held:
+        chunks.text(piece)
+    if answer.content.startswith(chunks.sent) and len(answer.content) > len(chunks.sent):
+        chunks.text(answer.content[len(chunks.sent) :])
+    if answer.calls:
+        deltas = [{"index": i, **call} for i, call in enumerate(_tool_calls(answer))]
+        chunks.frame({"tool_calls": deltas})
+    chunks.frame({}, "tool_calls" if answer.calls else "stop")
+    if include_usage:
+        chunks.frame(None, usage=usage_document(answer))
+    chunks.reply.event("[DONE]")

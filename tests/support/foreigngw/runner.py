@@ -1,0 +1,205 @@
+"""One turn of a conversation: the cool-down, the response cache, the conversation pool (resume
+or fresh cascade), the LS calls, tool markup, the structured-output check and usage.
+
+``full`` keeps a pool and a cache and reads usage from generator metadata; ``lean`` plays every
+request on a fresh cascade and estimates usage from text lengths.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tests.support.foreigngw.entries import ASSISTANT, CALL, Conversation, Entry
+from tests.support.foreigngw.http_io import GatewayError, log
+from tests.support.foreigngw.lsclient import LsClient, ModelError, Polled, UpstreamError
+from tests.support.foreigngw.markup import ToolCall, ToolSpec, split_calls
+from tests.support.foreigngw.prompt import Limits, build_fresh, build_resume
+from tests.support.foreigngw.settings import Settings
+from tests.support.foreigngw.structured import not_conforming, violation
+
+POOL_SIZE = 500
+CACHE_SIZE = 500
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    caller: str
+    model: str
+    conversation: Conversation
+    tools: tuple[ToolSpec, ...] = ()
+    schema: Mapping[str, Any] | None = None
+    resumable: bool = True
+
+
+@dataclass(frozen=True)
+class Answer:
+    content: str
+    calls: tuple[ToolCall, ...]
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class _Pooled:
+    cascade_id: str
+    step_offset: int
+    generator_offset: int
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def _tools_key(tools: tuple[ToolSpec, ...]) -> list[Any]:
+    return [[t.name, t.description, t.parameters] for t in tools]
+
+
+class Runner:
+    def __init__(self, settings: Settings, ls: LsClient) -> None:
+        self._settings = settings
+        self._ls = ls
+        self._lock = threading.Lock()
+        self._cool_until = 0.0
+        self._pool: OrderedDict[str, _Pooled] = OrderedDict()
+        self._cache: OrderedDict[str, Answer] = OrderedDict()
+        self._call_ids = itertools.count(1)
+        self._limits = Limits(settings.max_history_images, settings.max_history_image_bytes, settings.max_history_bytes)
+
+    # ------------------------------------------------------------------ cool-down
+
+    def check_cooldown(self) -> None:
+        """429 while the gateway cools down after an upstream failure."""
+        with self._lock:
+            remaining = self._cool_until - time.monotonic()
+        if remaining > 0:
+            raise GatewayError(
+                429,
+                "account cooling down",
+                "rate_limit_error",
+                "rate_limited",
+                retry_after_ms=max(1, math.ceil(remaining * 1000)),
+            )
+
+    def _cool_down(self, failure: UpstreamError) -> None:
+        with self._lock:
+            self._cool_until = time.monotonic() + self._settings.cooldown_s
+        log(f"upstream failure ({failure}); cooling down for {self._settings.cooldown_s:g} s")
+
+    # ------------------------------------------------------------------ one turn
+
+    def run(self, request: TurnRequest, on_text: Callable[[str], None] | None = None) -> Answer:
+        """Play the request's turn (or replay it from the cache). ``on_text`` gets the answer as it
+        grows (only pass it when the text is delivered as is: no tools, no schema)."""
+        full = self._settings.full
+        cache_key = self._cache_key(request) if full else None
+        if cache_key is not None:
+            with self._lock:
+                hit = self._cache.get(cache_key)
+            if hit is not None:
+                return hit
+        pooled = self._take_pooled(request) if full and request.resumable else None
+        try:
+            self._ls.warm_up()
+            polled, cascade_id, generator_offset, prompt = self._play(request, pooled, on_text)
+        except UpstreamError as exc:
+            self._cool_down(exc)
+            raise GatewayError(
+                502, f"upstream language server error: {exc}", "upstream_error", "upstream_error"
+            ) from exc
+        except ModelError as exc:
+            raise GatewayError(502, f"upstream model error: {exc}", "upstream_error", "model_error") from exc
+        content = polled.text
+        calls: tuple[ToolCall, ...] = ()
+        if request.tools:
+            content, calls = split_calls(polled.text, lambda: f"call_{next(self._call_ids)}")
+        answer, records = self._with_usage(content, calls, prompt, polled.text, cascade_id, generator_offset)
+        if request.schema is not None and not calls and not self._settings.defect("no-schema-validation"):
+            reason = violation(content, request.schema)
+            if reason is not None:
+                log(f"structured output not conforming: {reason}")
+                raise not_conforming(reason)
+        if full:
+            self._commit(
+                request, answer, _Pooled(cascade_id, polled.step_offset, generator_offset + records), cache_key
+            )
+        return answer
+
+    def _play(
+        self, request: TurnRequest, pooled: _Pooled | None, on_text: Callable[[str], None] | None
+    ) -> tuple[Polled, str, int, str]:
+        tools = bool(request.tools)
+        if pooled is not None:
+            built = build_resume(request.conversation)
+            try:
+                self._ls.send(pooled.cascade_id, built.text, built.images, request.model, tools=tools)
+            except UpstreamError as exc:
+                if exc.method != "SendUserCascadeMessage" or not exc.expired:
+                    raise
+                log(f"resume of {pooled.cascade_id} rejected ({exc.details}); fresh cascade with the full history")
+            else:
+                polled = self._ls.run_turn(pooled.cascade_id, pooled.step_offset, on_text)
+                return polled, pooled.cascade_id, pooled.generator_offset, built.text
+        attach = not tools and not self._settings.defect("history-image-placeholder")
+        built = build_fresh(request.model, request.conversation, request.tools, self._limits, attach_history=attach)
+        if any(built.dropped.values()) or built.attached:
+            counts = " ".join(f"{k}={v}" for k, v in built.dropped.items())
+            log(f"history images attached={built.attached} dropped: {counts}")
+        cascade_id = self._ls.start()
+        self._ls.send(cascade_id, built.text, built.images, request.model, tools=tools)
+        return self._ls.run_turn(cascade_id, 0, on_text), cascade_id, 0, built.text
+
+    def _with_usage(
+        self, content: str, calls: tuple[ToolCall, ...], prompt: str, text: str, cascade_id: str, offset: int
+    ) -> tuple[Answer, int]:
+        """The answer with its usage, and how many generator records the read returned."""
+        if not self._settings.full:
+            estimate = Answer(content, calls, max(1, math.ceil(len(prompt) / 4)), max(1, math.ceil(len(text) / 4)))
+            return estimate, 0
+        usage = self._ls.usage(cascade_id, offset)
+        if usage is None:
+            return Answer(content, calls, 0, 0), 0
+        answer = Answer(content, calls, usage.input_tokens, usage.output_tokens, usage.cache_read_tokens)
+        return answer, usage.records
+
+    # ------------------------------------------------------------------ pool and cache
+
+    def _pool_key(self, caller: str, request: TurnRequest, entries: list[Entry]) -> str:
+        parts = [request.conversation.system, _tools_key(request.tools), [e.key() for e in entries]]
+        return _canonical([caller, parts])
+
+    def _cache_key(self, request: TurnRequest) -> str:
+        entries = [[e.kind, e.content, e.name, e.arguments, e.call_id] for e in request.conversation.entries]
+        conversation = [request.conversation.system, entries]
+        return _canonical([request.caller, request.model, conversation, request.schema, _tools_key(request.tools)])
+
+    def _take_pooled(self, request: TurnRequest) -> _Pooled | None:
+        entries = request.conversation.entries
+        if len(entries) < 2 or request.conversation.current_index() != len(entries) - 1:
+            return None
+        key = self._pool_key(request.caller, request, entries[:-1])
+        with self._lock:
+            return self._pool.pop(key, None)
+
+    def _commit(self, request: TurnRequest, answer: Answer, pooled: _Pooled, cache_key: str | None) -> None:
+        """Remember the answered conversation's cascade (the pool) and the answer (the cache)."""
+        answered = list(request.conversation.entries)
+        if answer.content or not answer.calls:
+            answered.append(Entry(ASSISTANT, answer.content))
+        answered.extend(Entry(CALL, name=c.name, arguments=c.arguments, call_id=c.id) for c in answer.calls)
+        with self._lock:
+            self._pool[self._pool_key(request.caller, request, answered)] = pooled
+            while len(self._pool) > POOL_SIZE:
+                self._pool.popitem(last=False)
+            if cache_key is not None:
+                self._cache[cache_key] = answer
+                while len(self._cache) > CACHE_SIZE:
+                    self._cache.popitem(last=False)

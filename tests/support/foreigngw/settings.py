@@ -1,0 +1,105 @@
+"""foreigngw's settings, read from environment variables only (no command-line flags).
+
+A required or enumerated setting that is wrong is a :class:`SettingsError` (the server exits 2 with
+one line); a bad number falls back to its default, as gateways parse their limits.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+DEFECTS = frozenset({"history-image-placeholder", "no-schema-validation", "splice-arguments", "silent-count-drop"})
+PERSONALITIES = ("full", "lean")
+
+
+class SettingsError(ValueError):
+    """A setting the gateway cannot start with; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    port: int
+    host: str = "127.0.0.1"
+    ls_address: str = "127.0.0.1:42100"
+    csrf_token: str = "windsurf-api-csrf-fixed-token"
+    # Accepted Bearer keys, each its own caller; empty: any key is accepted and is the caller.
+    api_keys: tuple[str, ...] = ()
+    poll_interval_s: float = 0.005
+    max_history_images: int = 4
+    max_history_image_bytes: int = 1_600_000  # base64 characters
+    max_history_bytes: int = 600_000  # UTF-16 units
+    personality: str = "full"
+    cooldown_s: float = 2.0
+    store_max_messages: int = 400
+    store_max_entry_bytes: int = 1_048_576
+    defects: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def full(self) -> bool:
+        return self.personality == "full"
+
+    def defect(self, name: str) -> bool:
+        assert name in DEFECTS, name
+        return name in self.defects
+
+
+def _count(env: Mapping[str, str], name: str, default: int, *, allow_zero: bool) -> int:
+    """A non-negative decimal integer as given (no sign, no spaces); anything else, and 0 unless
+    allowed, is the default."""
+    raw = env.get(name, "")
+    if not raw.isascii() or not raw.isdigit():
+        return default
+    value = int(raw)
+    return value if value > 0 or (allow_zero and value == 0) else default
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    try:
+        value = float(env.get(name, "").strip())
+    except ValueError:
+        return default
+    return value if math.isfinite(value) and value >= 0 else default
+
+
+def _port(env: Mapping[str, str]) -> int:
+    raw = env.get("FGW_PORT", "").strip()
+    if not raw:
+        raise SettingsError("FGW_PORT is required (the TCP port to listen on)")
+    if not raw.isascii() or not raw.isdigit() or int(raw) > 65535:
+        raise SettingsError(f"FGW_PORT must be a port number 0-65535, got {raw!r}")
+    return int(raw)
+
+
+def _defects(env: Mapping[str, str]) -> frozenset[str]:
+    names = [part.strip() for part in env.get("FGW_DEFECTS", "").split(",") if part.strip()]
+    unknown = [name for name in names if name not in DEFECTS]
+    if unknown:
+        raise SettingsError(f"unknown defect {unknown[0]!r} in FGW_DEFECTS (known: {', '.join(sorted(DEFECTS))})")
+    return frozenset(names)
+
+
+def load_settings(env: Mapping[str, str]) -> Settings:
+    """The settings ``env`` describes. ``FGW_DATA_DIR`` and ``FGW_SKIP_DOTENV`` are accepted and
+    otherwise ignored (this gateway keeps nothing on disk and reads no dotenv file)."""
+    personality = env.get("FGW_PERSONALITY", "").strip() or "full"
+    if personality not in PERSONALITIES:
+        raise SettingsError(f"FGW_PERSONALITY must be one of {', '.join(PERSONALITIES)}, got {personality!r}")
+    keys = tuple(key.strip() for key in env.get("FGW_API_KEYS", "").split(",") if key.strip())
+    return Settings(
+        port=_port(env),
+        host=env.get("FGW_HOST", "").strip() or "127.0.0.1",
+        ls_address=env.get("FGW_LS_ADDRESS", "").strip() or "127.0.0.1:42100",
+        csrf_token=env.get("FGW_CSRF_TOKEN", "windsurf-api-csrf-fixed-token"),
+        api_keys=keys,
+        poll_interval_s=_count(env, "CASCADE_POLL_INTERVAL_MS", 5, allow_zero=False) / 1000,
+        max_history_images=_count(env, "CASCADE_MAX_HISTORY_IMAGES", 4, allow_zero=True),
+        max_history_image_bytes=_count(env, "CASCADE_MAX_HISTORY_IMAGE_BYTES", 1_600_000, allow_zero=True),
+        max_history_bytes=_count(env, "CASCADE_MAX_HISTORY_BYTES", 600_000, allow_zero=False),
+        personality=personality,
+        cooldown_s=_seconds(env, "FGW_COOLDOWN_S", 2.0),
+        store_max_messages=_count(env, "FGW_STORE_MAX_MESSAGES", 400, allow_zero=False),
+        store_max_entry_bytes=_count(env, "FGW_STORE_MAX_ENTRY_BYTES", 1_048_576, allow_zero=False),
+        defects=_defects(env),
+    )
