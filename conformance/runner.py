@@ -65,7 +65,7 @@ class Result:
     @property
     def judged(self) -> bool:
         """Whether the verdict says something about the invariant (not checkable says nothing)."""
-        return self.status not in (Status.NOT_CHECKABLE,)
+        return self.status != Status.NOT_CHECKABLE
 
     @property
     def counts(self) -> str:
@@ -203,6 +203,11 @@ _REASON_PREFIX = {
 }
 
 
+def _reason(exc: PreconditionNotMet) -> str:
+    """Why an example was not judged, said with its kind (refused, rate-limited, declined)."""
+    return _REASON_PREFIX.get(exc.kind, "") + exc.reason
+
+
 class _Seen:
     """What the examples of one run showed: counts, unmet preconditions, unobserved parts, and the
     case and evidence behind each exception (Hypothesis re-raises the final, minimal ones)."""
@@ -226,7 +231,7 @@ class _Seen:
             self.refused += 1
         else:
             self.unjudged += 1
-        reason = _REASON_PREFIX.get(exc.kind, "") + exc.reason
+        reason = _reason(exc)
         self.reasons[reason] = self.reasons.get(reason, 0) + 1
 
     def counted(self, result: Result) -> Result:
@@ -273,16 +278,11 @@ def replay_case(prop: Property, target: Target, case: Case) -> Result:
     try:
         prop.check(target, case, evidence)
     except PreconditionNotMet as exc:
-        reason = _REASON_PREFIX.get(exc.kind, "") + exc.reason
-        refused, unjudged = (1, 0) if exc.kind == "refused" else (0, 1)
-        return Result(
-            prop.invariant,
-            Status.NOT_CHECKABLE,
-            f"not checkable on this case: {reason}",
-            case,
-            refused=refused,
-            unjudged=unjudged,
-            reasons={reason: 1},
+        seen = _Seen()
+        seen.examples = 1
+        seen.not_judged(exc)
+        return seen.counted(
+            Result(prop.invariant, Status.NOT_CHECKABLE, f"not checkable on this case: {_reason(exc)}", case)
         )
     except Exception as exc:
         seen = _Seen()
