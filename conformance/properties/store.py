@@ -34,6 +34,7 @@ from conformance.strategies.store import (
     ownership_cases,
     parts_cases,
     plain_argument_cases,
+    unbuilt_reason,
 )
 from conformance.targets import Target
 from conformance.targets._base import excerpt
@@ -63,6 +64,8 @@ class Stored:
 
 
 def _store(target: Target, case: Case, evidence: Evidence) -> Stored:
+    unbuilt = unbuilt_reason(case)
+    require(unbuilt is None, unbuilt or "")
     target.call("store.open", limits=case["limits"])
     given = case["messages"]
     pristine = copy.deepcopy(given)

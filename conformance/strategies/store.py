@@ -26,6 +26,10 @@ _PIXEL = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 )
 _ENTRY_BYTES = (4096, 16384, 65536, 102400, 1048576)
+#: The largest entry budget the kit builds over-budget payloads for (up to three times the budget
+#: each). Over it, argument and both-limits cases are drawn unbuilt (:func:`unbuilt_reason`): decided
+#: before building, not after tens of megabytes per example.
+MAX_BUILT_BUDGET = max(_ENTRY_BYTES)
 
 
 def limits_for(target: Target) -> st.SearchStrategy[dict[str, int]]:
@@ -33,6 +37,21 @@ def limits_for(target: Target) -> st.SearchStrategy[dict[str, int]]:
     if fixed:
         return st.just(dict(fixed))
     return st.fixed_dictionaries({"max_messages": st.integers(1, 12), "max_entry_bytes": st.sampled_from(_ENTRY_BYTES)})
+
+
+def unbuilt_reason(case: Case) -> str | None:
+    """Why ``case`` was left unbuilt (its limits are too big to exceed with a test payload), else None."""
+    budget = int(case["limits"]["max_entry_bytes"])
+    if not case.get("unbuilt"):
+        return None
+    return (
+        f"the store's entry budget of {budget} bytes is over the {MAX_BUILT_BUDGET} bytes the kit builds payloads "
+        "beyond: launch the gateway with a smaller one and say so (--store-limits max_messages=12,max_entry_bytes=64k)"
+    )
+
+
+def _unbuilt(limits: dict[str, int], shape: str) -> Case:
+    return {"limits": limits, "shape": shape, "messages": [], "answer": {"text": ""}, "unbuilt": True}
 
 
 def shapes_for(target: Target) -> st.SearchStrategy[str]:
@@ -139,6 +158,8 @@ def argument_cases(draw: st.DrawFn, target: Target, plain: bool = False) -> Case
     (``plain``: plain text, for STORE-3): the newest turn, which a store keeps."""
     limits = draw(limits_for(target))
     shape = draw(shapes_for(target))
+    if limits["max_entry_bytes"] > MAX_BUILT_BUDGET:
+        return _unbuilt(limits, shape)
     build = _Builder(shape, parts=draw(st.booleans()))
     if draw(st.booleans()):
         build.system(draw(short_texts()))
@@ -195,6 +216,8 @@ def both_limits_cases(draw: st.DrawFn, target: Target) -> Case:
     bigger than the budget, and the answer (the newest turn, the one the store serves back)."""
     limits = draw(limits_for(target))
     shape = draw(shapes_for(target))
+    if limits["max_entry_bytes"] > MAX_BUILT_BUDGET:
+        return _unbuilt(limits, shape)
     build = _Builder(shape, parts=draw(st.booleans()))
     if draw(st.booleans()):
         build.system(draw(short_texts()))

@@ -35,7 +35,7 @@ _ENV = (
     "FGW_STORE_MAX_ENTRY_BYTES=65536",
 )
 # A quick pass per row (the docs' table comes from full runs, `benchmarks/bench_blackbox.py`).
-EXAMPLES = 12
+EXAMPLES = 6
 _VERDICT = re.compile(r"^([A-Z]+-\d+)\s+(pass \(partial|pass|fail|error|not checkable|known failure)")
 
 P, PARTIAL, FAIL, NC = "pass", "partial", "fail", "not checkable"

@@ -82,3 +82,13 @@ def test_a_target_without_a_store_cannot_check_store() -> None:
     result = run_on("python:tests.support.broken_targets:forgets_fields", "STORE-8")
     assert result.status == Status.NOT_CHECKABLE, (result.status, result.message)
     assert "store.put" in result.message
+
+
+@pytest.mark.parametrize("invariant", ["STORE-1", "STORE-2", "STORE-3", "STORE-7"])
+def test_a_budget_too_big_to_exceed_is_decided_before_anything_is_built(invariant: str) -> None:
+    """A gateway at its shipped 32 MiB budget: each example would build and send up to 96 MB. The case
+    is left unbuilt and the reason says how to launch it; the store never sees a put."""
+    result = _run(invariant, "huge_fixed_budget")
+    assert result.status == Status.NOT_CHECKABLE, (result.status, result.message)
+    assert "entry budget of 33554432 bytes is over the 1048576 bytes the kit builds payloads beyond" in result.message
+    assert "--store-limits max_messages=12,max_entry_bytes=64k" in result.message

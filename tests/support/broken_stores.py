@@ -121,6 +121,19 @@ class DropsOversizedCalls(ReferenceTarget):
         return super().store_put(kept, caller, answer)
 
 
+class HugeFixedBudget(ReferenceTarget):
+    """A store launched at a default budget of 32 MiB (as gateways ship), which takes no limits from the
+    kit: argument cases are decided unbuildable before anything is built or sent, so a put is a kit bug."""
+
+    def capabilities(self, op: str) -> Mapping[str, Any]:
+        if op == "store.open":
+            return {"fixed_limits": {"max_messages": 400, "max_entry_bytes": 32 * 1024 * 1024}}
+        return super().capabilities(op)
+
+    def store_put(self, messages: list[dict[str, Any]], caller: int, answer: dict[str, Any]) -> dict[str, Any]:
+        raise AssertionError(f"the kit built and sent a {len(repr(messages))}-character conversation")
+
+
 def _call_ids(message: Mapping[str, Any]) -> list[str]:
     ids = [str(c.get("id")) for c in message.get("tool_calls") or () if isinstance(c, Mapping)]
     ids += [str(message[k]) for k in ("call_id", "tool_call_id") if k in message]
@@ -149,3 +162,7 @@ def hides_its_warnings() -> HidesItsWarnings:
 
 def rejects_big_writes() -> RejectsBigWrites:
     return RejectsBigWrites()
+
+
+def huge_fixed_budget() -> HugeFixedBudget:
+    return HugeFixedBudget()
