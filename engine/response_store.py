@@ -264,6 +264,10 @@ class ResponseStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def now(self) -> float:
+        """The store's clock: what ``created_at`` given to :meth:`put` is measured on."""
+        return self._clock()
+
     def put(
         self,
         response_id: str,
@@ -273,8 +277,12 @@ class ResponseStore:
         model: str = "",
         status: str = "completed",
         incomplete_reason: str | None = None,
+        created_at: float | None = None,
     ) -> PutResult:
-        """Store a trimmed copy of ``messages`` under ``response_id`` for ``owner``, then enforce the caps."""
+        """Store a trimmed copy of ``messages`` under ``response_id`` for ``owner``, then enforce the caps.
+
+        ``created_at`` (read from :meth:`now` when the answer began) is the time a new entry keeps, so a
+        retrieve shows the time the answer was announced with, not the second the write happened in."""
         if not messages:
             return PutResult(False, "empty", None)
         if not owner:
@@ -296,7 +304,10 @@ class ResponseStore:
                 return PutResult(False, "foreign_owner", outcome)
             # A refresh keeps its age; an id whose entry already expired starts a new one.
             alive = previous is not None and not self._expired(previous, now)
-            created_at = previous.created_at if previous is not None and alive else now
+            if previous is not None and alive:
+                created_at = previous.created_at
+            else:
+                created_at = now if created_at is None else min(created_at, now)
             entry = StoredEntry(response_id, owner, kept, model, created_at, now, status, incomplete_reason, size)
             if self._backend is not None:
                 self._backend.save(entry)

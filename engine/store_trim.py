@@ -55,6 +55,9 @@ _BYTE_HEAD_MAX: Final = 8  # capEntryBytes keeps at most this many leading syste
 _CHUNK: Final = 1 << 14  # code points encoded at a time (small chunks measured fastest, and bound memory)
 _CACHE_FROM: Final = 4096  # strings this long are measured once per trim and remembered
 _LEADING_SPACE: Final = re.compile(f"{JS_SPACE_CLASS}*")
+_NOTICE_KEYS: Final = ("content", "text")  # where prepend_notice puts a notice
+# NOTICE_PATTERN unanchored: ``match(text, pos)`` anchors at ``pos``, where ``^`` never matches past 0.
+_NOTICE_AT: Final = re.compile(NOTICE_PATTERN.pattern.removeprefix("^"), re.ASCII)
 _STAGE_LIMIT: Final = {"messages": "RESPONSE_STORE_MAX_MESSAGES", "bytes": "RESPONSE_STORE_MAX_BYTES"}
 _LOG = logging.getLogger("engine.response_store")
 
@@ -323,27 +326,47 @@ class _Slot:
     json: bool  # a JSON-document ``arguments`` value: replaced whole, never cut
     bmp: bool  # ``source`` has no astral character: one code point per UTF-16 unit
     charged: bool = True  # whether approx_bytes counts it (a listed tool call's extra keys are not)
+    notice: int = 0  # code points of leading drop notices, kept whole: only what follows is cut
     cut: int = -1  # code points of ``source`` kept before the marker; -1 while the value is ``source``
 
     def value(self) -> str:
         return self.source if self.cut < 0 else self.source[: self.cut] + TRUNCATION_MARKER
 
 
-def _slot_kind(key: object, value: str, measure: Callable[[str], int]) -> tuple[bool, int] | None:
-    """``(json, units)`` when ``value`` under ``key`` may be shrunk, else None.
+def _slot_kind(key: object, value: str, measure: Callable[[str], int]) -> tuple[bool, int, int] | None:
+    """``(json, units, notice)`` when ``value`` under ``key`` may be shrunk, else None.
 
     The floor is the length of the replacement actually used, so a JSON slot needs more than 121 units
     and any other more than 83. A string directly in a list has its index as key, as in the mirror:
-    never unshrinkable, never a JSON ``arguments`` slot.
+    never unshrinkable, never a JSON ``arguments`` slot. Text that opens with drop notices keeps them
+    whole (a cut notice no longer matches :data:`NOTICE_PATTERN`: the drop would turn silent), so only
+    what follows them is cut, and only while a cut still shortens it (:func:`_slot_floor`).
     """
     if isinstance(key, str) and key in UNSHRINKABLE_KEYS:
         return None
     is_json = key == "arguments" and looks_like_json_document(value)
-    floor = _ARGS_JSON_UNITS if is_json else _MARKER_UNITS
+    notice = _notices_length(value) if key in _NOTICE_KEYS else 0
+    floor = _slot_floor(is_json, notice)
     if 2 * len(value) <= floor:  # a code point is at most 2 units: too short without measuring
         return None
     units = measure(value)
-    return (is_json, units) if units > floor else None
+    return (is_json, units, notice) if units > floor else None
+
+
+def _notices_length(text: str) -> int:
+    """How many leading characters of ``text`` are drop notices (both stages' may lead, Q3.5)."""
+    end = 0
+    while (found := _NOTICE_AT.match(text, end)) is not None:
+        end = found.end()
+    return end
+
+
+def _slot_floor(is_json: bool, notice: int) -> int:
+    """The units a slot must exceed to be rewritten. After notices, a cut keeps half of the rest and adds
+    the marker, which shortens it only past twice the marker, so a noticed string over that stays whole."""
+    if notice:
+        return notice + 2 * _MARKER_UNITS
+    return _ARGS_JSON_UNITS if is_json else _MARKER_UNITS
 
 
 def _is_charged(message: Message, path: Path) -> bool:
@@ -366,7 +389,8 @@ def _collect_slots(node: object, path: Path, depth: int, measure: Callable[[str]
         if isinstance(value, str):
             kind = _slot_kind(key, value, measure)
             if kind is not None:
-                out.append(_Slot((*path, key), value, kind[1], kind[0], bmp=kind[1] == len(value)))
+                is_json, units, notice = kind
+                out.append(_Slot((*path, key), value, units, is_json, bmp=units == len(value), notice=notice))
         elif isinstance(value, list | tuple | Mapping):
             _collect_slots(value, (*path, key), depth + 1, measure, out)
 
@@ -392,11 +416,12 @@ def _code_points_within(text: str, limit: int) -> tuple[int, int]:
 
 
 def _halve(slot: _Slot) -> tuple[int, int]:
-    """``(cut, units)`` of the slot's value halved: its first ``max(1, units // 2)`` UTF-16 units plus the marker.
+    """``(cut, units)`` of the slot's value halved: its first ``max(1, units // 2)`` UTF-16 units plus the marker
+    (past leading notices, which are kept whole and not counted in the half).
 
     Only whole code points are kept, and a surrogate pair held as two code points is not split either.
     """
-    keep = max(1, slot.units // 2)
+    keep = slot.notice + max(1, (slot.units - slot.notice) // 2)
     prefix_units = slot.units if slot.cut < 0 else slot.units - _MARKER_UNITS
     if keep >= prefix_units:  # the kept part would reach into the old marker: no shorter candidate
         return -1, keep + _MARKER_UNITS
@@ -462,7 +487,7 @@ def _trim_content(messages: list[Message], max_entry_bytes: int, sizer: _Sizer) 
         done[order] = after
         if slot.charged:
             total -= 2 * (slot.units - after.units)
-        if after.units > (_ARGS_JSON_UNITS if after.json else _MARKER_UNITS):
+        if after.units > _slot_floor(after.json, after.notice):
             heapq.heappush(heap, (-after.units, order, after))
     owned: set[int] = set()  # containers this trim copied and may write in place
     for slot in done.values():

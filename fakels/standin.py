@@ -134,11 +134,12 @@ async def _serve(config: dict[str, Any], args: StandinArgs, scenario: Any) -> in
         scenario=scenario,
         journal_path=Path(journal) if journal else None,
     )
-    ports = await server.start()
+    # Handlers before the port opens: a parent that sees the port answer may stop us at once.
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    ports = await server.start()
     report = {
         "pid": os.getpid(),
         "grpc": ports.grpc,

@@ -34,6 +34,7 @@ from conformance.strategies.store import (
     ownership_cases,
     parts_cases,
     plain_argument_cases,
+    refusal_allowed,
     unbuilt_reason,
 )
 from conformance.targets import Target
@@ -71,6 +72,9 @@ def _store(target: Target, case: Case, evidence: Evidence) -> Stored:
     pristine = copy.deepcopy(given)
     put = target.call("store.put", messages=given, caller=0, answer=case["answer"])
     evidence.add("put", excerpt(put))
+    if "rejected" in put:
+        allowed = refusal_allowed(case)
+        require(allowed is None, allowed or "")
     assert "rejected" not in put, (
         f"the store rejected a conversation whose strings it could shrink: {put.get('rejected')}"
     )

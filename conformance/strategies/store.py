@@ -13,7 +13,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from conformance.models.store import token
+from conformance.models.store import TRUNCATION_MARKER, token
 from conformance.strategies.text import identifiers, json_values, unicode_text
 from conformance.targets import Target
 
@@ -26,17 +26,54 @@ _PIXEL = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 )
 _ENTRY_BYTES = (4096, 16384, 65536, 102400, 1048576)
+#: Under this entry budget what a store must keep whole (ids, notices, markers, replacements) may not
+#: fit, and seed 003 has a store refuse a write it cannot shrink further: there a refusal is not
+#: judged (:func:`refusal_allowed`). Budgets under it are drawn down to one byte, the smallest a
+#: store accepts.
+TIGHT_BELOW = 4096
+#: A notice as seed 003 words it: the budgets of :func:`both_limits_cases` that leave a noticed text
+#: about a notice and a marker long are reckoned with it, in the seed's accounting (64 bytes a
+#: message, 2 a UTF-16 unit, an answer's keys and parts arrays about 180 more).
+_SEED_NOTICE = (
+    "[... 1 earlier message(s) dropped by the response store to stay within RESPONSE_STORE_MAX_MESSAGES ...]\n\n"
+)
+_NOTICED_BYTES = 64 + 2 * (len(_SEED_NOTICE) + len(TRUNCATION_MARKER))
+_ANSWER_BYTES = 64 + 180
 #: The largest entry budget the kit builds over-budget payloads for (up to three times the budget
 #: each). Over it, argument and both-limits cases are drawn unbuilt (:func:`unbuilt_reason`): decided
 #: before building, not after tens of megabytes per example.
 MAX_BUILT_BUDGET = max(_ENTRY_BYTES)
 
 
-def limits_for(target: Target) -> st.SearchStrategy[dict[str, int]]:
+def _fixed_limits(target: Target) -> dict[str, int] | None:
     fixed = target.capabilities("store.open").get("fixed_limits") if "store.open" in target.operations() else None
+    return dict(fixed) if fixed else None
+
+
+def limits_for(target: Target, budgets: st.SearchStrategy[int] | None = None) -> st.SearchStrategy[dict[str, int]]:
+    """The store limits a case runs under: the target's fixed ones, else drawn, the entry budget from
+    ``budgets`` (default: :data:`_ENTRY_BYTES`, where only what the case makes big has to shrink)."""
+    fixed = _fixed_limits(target)
     if fixed:
-        return st.just(dict(fixed))
-    return st.fixed_dictionaries({"max_messages": st.integers(1, 12), "max_entry_bytes": st.sampled_from(_ENTRY_BYTES)})
+        return st.just(fixed)
+    budgets = st.sampled_from(_ENTRY_BYTES) if budgets is None else budgets
+    return st.fixed_dictionaries({"max_messages": st.integers(1, 12), "max_entry_bytes": budgets})
+
+
+def any_budget() -> st.SearchStrategy[int]:
+    """Entry budgets from one byte up: the usual ones and, as often, one under :data:`TIGHT_BELOW`."""
+    return st.one_of(st.sampled_from(_ENTRY_BYTES), st.integers(1, TIGHT_BELOW - 1))
+
+
+def refusal_allowed(case: Case) -> str | None:
+    """Why a store may refuse to store ``case`` (its budget is under :data:`TIGHT_BELOW`), else None."""
+    budget = int(case["limits"]["max_entry_bytes"])
+    if budget >= TIGHT_BELOW:
+        return None
+    return (
+        f"the store refused a write at an entry budget under {TIGHT_BELOW} bytes, where what it must keep whole may "
+        "not fit; a store refuses a write it cannot shrink (seed 003)"
+    )
 
 
 def unbuilt_reason(case: Case) -> str | None:
@@ -156,7 +193,7 @@ def argument_cases(draw: st.DrawFn, target: Target, plain: bool = False) -> Case
     """STORE-1/2: a short conversation with tool rounds, some arguments small, some bigger than the
     entry budget, answered by a tool call whose arguments are bigger than the budget, a JSON document
     (``plain``: plain text, for STORE-3): the newest turn, which a store keeps."""
-    limits = draw(limits_for(target))
+    limits = draw(limits_for(target, any_budget()))
     shape = draw(shapes_for(target))
     if limits["max_entry_bytes"] > MAX_BUILT_BUDGET:
         return _unbuilt(limits, shape)
@@ -213,21 +250,34 @@ def newest_cases(target: Target) -> st.SearchStrategy[Case]:
 @st.composite
 def both_limits_cases(draw: st.DrawFn, target: Target) -> Case:
     """STORE-7: over the message cap and over the byte budget at once: short turns, a user message
-    bigger than the budget, and the answer (the newest turn, the one the store serves back)."""
-    limits = draw(limits_for(target))
+    bigger than the budget, and the answer (the newest turn, the one the store serves back).
+
+    Half the cases (limits not fixed by the target) open with a long system message, which a byte
+    stage keeps and puts its notice on, and get a budget that leaves it about a notice and a marker
+    long: there halving it must keep the notice whole (one that cuts it drops turns silently)."""
+    noticed_head = draw(st.booleans()) and _fixed_limits(target) is None
+    limits = draw(limits_for(target, any_budget()))
     shape = draw(shapes_for(target))
     if limits["max_entry_bytes"] > MAX_BUILT_BUDGET:
         return _unbuilt(limits, shape)
     build = _Builder(shape, parts=draw(st.booleans()))
-    if draw(st.booleans()):
-        build.system(draw(short_texts()))
+    filler = draw(unicode_text(min_size=1, max_size=8))
+
+    def long_text() -> str:
+        long = draw(st.integers(200, 2000)) if noticed_head else _size(limits, draw(st.floats(0.3, 2.5)))
+        return (filler * (long // len(filler) + 1))[:long]
+
+    if noticed_head or draw(st.booleans()):
+        build.system(long_text() if noticed_head or draw(st.booleans()) else draw(short_texts()))
     over = limits["max_messages"] + draw(st.integers(1, 4))
     while len(build.messages) < over - 2:
         build.user(draw(short_texts()))
     big = _size(limits, draw(st.floats(1.2, 2.5)))
-    filler = draw(unicode_text(min_size=1, max_size=8))
     build.user((filler * (big // len(filler) + 1))[:big])
-    answer = _text_answer(build, draw(short_texts()))
+    answer = _text_answer(build, long_text() if not noticed_head and draw(st.booleans()) else draw(short_texts()))
+    if noticed_head:
+        room = _NOTICED_BYTES + _ANSWER_BYTES + 2 * len(answer["text"])
+        limits = {**limits, "max_entry_bytes": room + draw(st.sampled_from(range(-48, 48)))}
     return {"limits": limits, "shape": shape, "messages": build.messages, "answer": answer}
 
 

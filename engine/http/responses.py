@@ -131,7 +131,7 @@ class ResponsesRoutes:
             request=parsed,
             caller=caller,
             response_id=new_id("resp"),
-            created_at=int(time.time()),
+            created_at=int(self._store.now() if self._store is not None else time.time()),
             items=items,
             chat=chat,
             persist=parsed.store and self._store is not None,
@@ -196,7 +196,12 @@ class ResponsesRoutes:
         if store is None or not turn.persist:
             return None
         put = functools.partial(
-            store.put, turn.response_id, [*turn.items, *output], turn.caller.id, model=turn.request.model.name
+            store.put,
+            turn.response_id,
+            [*turn.items, *output],
+            turn.caller.id,
+            model=turn.request.model.name,
+            created_at=turn.created_at,
         )
         try:
             result = await anyio.to_thread.run_sync(put)

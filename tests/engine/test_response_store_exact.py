@@ -163,6 +163,30 @@ def test_a_re_put_keeps_the_age_of_a_live_entry_and_restarts_an_expired_one(idle
     assert (entry.messages, entry.created_at, entry.last_access) == (msgs("second"), created_at, T0 + idle)
 
 
+@pytest.mark.parametrize(
+    ("given", "kept"),
+    [(T0 - 3, T0 - 3), (T0, T0), (T0 + 1, T0), (None, T0)],  # a time ahead of the clock is the clock's
+)
+def test_a_new_entry_keeps_the_given_creation_time_never_a_future_one(given: float | None, kept: float) -> None:
+    store = memory_store(Clock(), ttl_s=10)
+    assert store.now() == T0
+    assert store.put("r1", msgs("first"), ALICE, created_at=given).stored
+    entry = store.get("r1", ALICE).entry
+    assert entry is not None
+    assert (entry.created_at, entry.last_access) == (kept, T0)
+
+
+def test_a_refresh_keeps_its_age_whatever_creation_time_it_is_given() -> None:
+    clock = Clock()
+    store = memory_store(clock, ttl_s=10)
+    store.put("r1", msgs("first"), ALICE)
+    clock.now += 4
+    assert store.put("r1", msgs("second"), ALICE, created_at=T0 + 2).stored
+    entry = store.get("r1", ALICE).entry
+    assert entry is not None
+    assert entry.created_at == T0
+
+
 def test_tuples_in_a_stored_message_come_back_as_lists() -> None:
     store = memory_store()
     store.put("r1", [{"role": "user", "content": ("a", ("b", 1))}], ALICE)

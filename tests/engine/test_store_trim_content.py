@@ -332,10 +332,11 @@ def test_trim_for_store_names_the_message_that_is_not_a_mapping() -> None:
 
 @pytest.mark.invariant("STORE-3")
 def test_trim_for_store_raises_a_rejection_after_logging_the_drops() -> None:
-    messages = [user("old"), user("x" * 100)]
+    # The count notice lands on the system message; the 100-unit string is the one that cannot shrink.
+    messages = [system("s"), user("old"), user("x" * 100)]
     with pytest.raises(StoreWriteRejected):
-        trim_for_store(messages, max_messages=1, max_entry_bytes=64)
-    assert messages == [user("old"), user("x" * 100)]
+        trim_for_store(messages, max_messages=2, max_entry_bytes=64)
+    assert messages == [system("s"), user("old"), user("x" * 100)]
 
 
 # ------------------------------------------------------------------------------------ properties
@@ -448,6 +449,13 @@ def _carries_notice(message: Mapping[str, Any]) -> bool:
     return False
 
 
+def _leading_notices(text: str) -> int:
+    rest = text
+    while found := NOTICE_PATTERN.match(rest):
+        rest = rest[found.end() :]
+    return len(text) - len(rest)
+
+
 def _slots_left(messages: Sequence[Mapping[str, Any]]) -> bool:
     """An independent oracle of the mirror's shrinkableSlots: is any string left that a pass could cut?"""
 
@@ -460,6 +468,9 @@ def _slots_left(messages: Sequence[Mapping[str, Any]]) -> bool:
                 if key in UNSHRINKABLE_KEYS:
                     continue
                 floor = 121 if key == "arguments" and looks_like_json_document(value) else 83
+                notices = _leading_notices(value) if key in ("content", "text") else 0
+                if notices:  # kept whole; the rest is cut only while a cut still shortens it
+                    floor = notices + 2 * 83
                 if utf16_len(value) > floor:
                     return True
             elif walk(value, depth + 1):

@@ -3,6 +3,7 @@ exact bodies, per-caller scope, and the paging parameters at their limits."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from typing import Any
 
@@ -76,6 +77,22 @@ def test_retrieve_serves_the_stored_answer_with_the_stored_model_and_time(
         "usage": None,
     }
     assert got.json() == expected
+
+
+def test_retrieve_keeps_the_announced_time_when_the_write_lands_seconds_later(
+    fake: FakeLSThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The time a client was told is the time it reads back, even when the store's write lands in a later
+    second (the store's clock jumps 5 s on every read here, so a write-time stamp would show)."""
+    ticks = itertools.count(1_700_000_000, 5)
+    with gateway_client(fake) as (gateway, client):
+        assert gateway.store is not None
+        monkeypatch.setattr(gateway.store, "_clock", lambda: float(next(ticks)))
+        play(fake, {"chunks": [{"text": "Hello"}]})
+        created = post(client, {"model": MODEL, "input": "q"}).json()
+        got = client.get(f"/v1/responses/{created['id']}", headers=headers()).json()
+    assert created["created_at"] == 1_700_000_000
+    assert got["created_at"] == created["created_at"]
 
 
 def test_retrieve_is_a_404_for_an_unknown_id_and_for_another_caller(fake: FakeLSThread, client: TestClient) -> None:
