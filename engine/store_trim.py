@@ -339,8 +339,8 @@ def _slot_kind(key: object, value: str, measure: Callable[[str], int]) -> tuple[
     The floor is the length of the replacement actually used, so a JSON slot needs more than 121 units
     and any other more than 83. A string directly in a list has its index as key, as in the mirror:
     never unshrinkable, never a JSON ``arguments`` slot. Text that opens with drop notices keeps them
-    whole (a cut notice no longer matches :data:`NOTICE_PATTERN`: the drop would turn silent), so only
-    what follows them is cut, and only while a cut still shortens it (:func:`_slot_floor`).
+    whole (a cut notice no longer matches :data:`NOTICE_PATTERN`: the drop would turn silent): a cut
+    keeps at least the notices (:func:`_halve`), so it needs more than the notices and a marker.
     """
     if isinstance(key, str) and key in UNSHRINKABLE_KEYS:
         return None
@@ -362,10 +362,10 @@ def _notices_length(text: str) -> int:
 
 
 def _slot_floor(is_json: bool, notice: int) -> int:
-    """The units a slot must exceed to be rewritten. After notices, a cut keeps half of the rest and adds
-    the marker, which shortens it only past twice the marker, so a noticed string over that stays whole."""
+    """The units a slot must exceed to be rewritten: the replacement's length (a noticed text's shortest
+    cut is its notices and the marker)."""
     if notice:
-        return notice + 2 * _MARKER_UNITS
+        return notice + _MARKER_UNITS
     return _ARGS_JSON_UNITS if is_json else _MARKER_UNITS
 
 
@@ -416,12 +416,12 @@ def _code_points_within(text: str, limit: int) -> tuple[int, int]:
 
 
 def _halve(slot: _Slot) -> tuple[int, int]:
-    """``(cut, units)`` of the slot's value halved: its first ``max(1, units // 2)`` UTF-16 units plus the marker
-    (past leading notices, which are kept whole and not counted in the half).
+    """``(cut, units)`` of the slot's value halved: its first ``max(1, units // 2)`` UTF-16 units plus the marker,
+    but never fewer than its leading notices, which are kept whole (they are ASCII: units are code points).
 
     Only whole code points are kept, and a surrogate pair held as two code points is not split either.
     """
-    keep = slot.notice + max(1, (slot.units - slot.notice) // 2)
+    keep = max(slot.notice, 1, slot.units // 2)
     prefix_units = slot.units if slot.cut < 0 else slot.units - _MARKER_UNITS
     if keep >= prefix_units:  # the kept part would reach into the old marker: no shorter candidate
         return -1, keep + _MARKER_UNITS

@@ -469,8 +469,8 @@ def _slots_left(messages: Sequence[Mapping[str, Any]]) -> bool:
                     continue
                 floor = 121 if key == "arguments" and looks_like_json_document(value) else 83
                 notices = _leading_notices(value) if key in ("content", "text") else 0
-                if notices:  # kept whole; the rest is cut only while a cut still shortens it
-                    floor = notices + 2 * 83
+                if notices:  # kept whole: the shortest cut is the notices and the marker
+                    floor = notices + 83
                 if utf16_len(value) > floor:
                     return True
             elif walk(value, depth + 1):

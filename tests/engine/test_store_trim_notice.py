@@ -1,6 +1,6 @@
 """Content trimming keeps the drop notices whole (issue 29 §4, STORE-7): a text that opens with the count
-stage's or the byte stage's notice is cut only after them, and only while a cut still shortens it. A
-cut notice no longer matches the handler's strip pattern, so the turns it announced would be dropped
+stage's or the byte stage's notices is halved as any text, but a cut keeps at least the notices. A cut
+notice no longer matches the handler's strip pattern, so the turns it announced would be dropped
 silently."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from tests.engine.store_trim_support import user
 COUNT_NOTICE = dropped_turns_notice(1, "messages")
 BYTES_NOTICE = dropped_turns_notice(3, "bytes")
 M = TRUNCATION_MARKER
-FLOOR = 2 * len(M)  # past its notices a text is cut only when longer than twice the marker
+FLOOR = len(M)  # the shortest cut of a noticed text is its notices and the marker
 
 
 def _leading_notices(text: str) -> str:
@@ -78,13 +78,21 @@ def test_halving_keeps_every_leading_notice_and_cuts_only_what_follows(where: st
 
 @pytest.mark.invariant("STORE-3")
 @pytest.mark.parametrize(("after", "cut"), [(FLOOR - 1, False), (FLOOR, False), (FLOOR + 1, True)])
-def test_a_noticed_text_is_cut_only_past_twice_the_marker_after_its_notice(after: int, cut: bool) -> None:
-    """Past the notice, halving keeps half the rest and adds the marker: a rest of twice the marker or
-    less would not get shorter, so it stays whole; one unit over, it is cut."""
+def test_a_noticed_text_is_cut_only_past_a_marker_after_its_notice(after: int, cut: bool) -> None:
+    """A cut keeps at least the notice and adds the marker: a rest of a marker or less would not get
+    shorter, so it stays whole; one unit over, it is cut to the notice and the marker."""
     text = COUNT_NOTICE + "x" * after
     (trimmed,), passes = trim_content_to_fit([user(text)], 1)
     if not cut:
         assert (trimmed["content"], passes) == (text, 0)
         return
-    assert trimmed["content"] == COUNT_NOTICE + "x" * (after // 2) + M
+    assert trimmed["content"] == COUNT_NOTICE + M
     assert len(trimmed["content"]) < len(text)
+
+
+def test_a_long_noticed_text_is_halved_as_any_text_while_the_half_holds_the_notice() -> None:
+    text = COUNT_NOTICE + "x" * 1000
+    half = len(text) // 2
+    budget = 64 + 2 * len("user") + 2 * (half + len(M))  # room for exactly one halving
+    (trimmed,), passes = trim_content_to_fit([user(text)], budget)
+    assert (trimmed["content"], passes) == (text[:half] + M, 1)
