@@ -64,8 +64,7 @@ def _parser() -> argparse.ArgumentParser:
         "--max-examples",
         type=_positive_int,
         metavar="N",
-        help="at most N examples per invariant, a failure reported as found, not shrunk: a quick pass, e.g. over "
-        "a slow gateway (default: the profile's, failures shrunk)",
+        help="at most N examples per invariant: a quick pass, e.g. over a slow gateway (default: the profile's)",
     )
     run.add_argument(
         "--log-level",

@@ -144,9 +144,6 @@ def hypothesis_settings(options: RunOptions, prop: Property) -> settings:
     derandomize = not thorough and options.seed is None
     # A derandomized run needs no database: the same inputs come back every time.
     database = DirectoryBasedExampleDatabase(str(options.database)) if options.database and not derandomize else None
-    phases = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target]
-    if options.max_examples is None:  # a quick pass reports a failure as found: shrinking costs many more calls
-        phases.append(Phase.shrink)
     return settings(
         max_examples=examples,
         derandomize=derandomize,
@@ -154,7 +151,7 @@ def hypothesis_settings(options: RunOptions, prop: Property) -> settings:
         deadline=None,
         print_blob=False,
         suppress_health_check=list(HealthCheck),
-        phases=phases,
+        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
     )
 
 
@@ -165,10 +162,6 @@ def run_property(prop: Property, target: Target, options: RunOptions) -> Result:
     seen = _Seen()
 
     def attempt(case: Case) -> None:
-        if seen.broken is not None:
-            # The target already misbehaved: no shrinking against it (a hung one would cost the call
-            # timeout per shrink step). Its error, with the case that met it, is the verdict.
-            raise seen.broken
         seen.examples += 1
         evidence = Evidence()
         try:
@@ -177,8 +170,6 @@ def run_property(prop: Property, target: Target, options: RunOptions) -> Result:
             seen.not_judged(exc)
         except BaseException as exc:
             seen.remember(exc, case, evidence)
-            if isinstance(exc, TargetError):
-                seen.broken = exc
             raise
         else:
             seen.unobserved |= evidence.unobserved
@@ -229,7 +220,6 @@ class _Seen:
         self.unjudged = 0
         self.reasons: dict[str, int] = {}
         self.unobserved: set[str] = set()
-        self.broken: TargetError | None = None  # the first time the target misbehaved
         self._raised: dict[int, tuple[BaseException, Case, Evidence]] = {}
 
     @property

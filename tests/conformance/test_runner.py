@@ -17,8 +17,6 @@ from conformance.cli import main
 from conformance.properties import properties
 from conformance.runner import RunOptions, Status, replay_case, run_property, select
 from conformance.targets import load_target
-from tests.support.broken_targets import CrashesOnDecode
-from tests.support.verdicts import run_on
 
 BROKEN = "python:tests.support.broken_targets:drops_unknown_fields"
 DECODE_ONLY = "python:tests.support.broken_targets:decode_only"
@@ -211,32 +209,3 @@ def test_replaying_a_case_needs_no_hypothesis() -> None:
     assert result.status == Status.PASS
     assert wrong.status == Status.FAIL
     assert "expected: {'workspace': 'y'}" in wrong.message
-
-
-def test_a_target_error_is_not_shrunk_against_the_target() -> None:
-    """After the target misbehaves once the runner asks it nothing more: shrinking a hung target's
-    error would cost the call timeout per step. The verdict keeps the case that met the error."""
-    CrashesOnDecode.decodes = 0
-    result = run_on("python:tests.support.broken_targets:crashes_on_decode", "WIRE-1")
-    assert (result.status, CrashesOnDecode.decodes) == (Status.ERROR, 1), result.message
-    assert "ls.decode_request raised RuntimeError: cannot decode" in result.message
-    assert result.case is not None
-    assert result.case["method"] in result.message
-
-
-@pytest.mark.parametrize(("max_examples", "at_most"), [(None, None), (3, 4)])
-def test_a_quick_pass_reports_a_failure_as_found_without_shrinking_it(
-    max_examples: int | None, at_most: int | None
-) -> None:
-    """``--max-examples N`` bounds the calls a failing run makes: N examples and the replay of the one
-    that failed, where shrinking would take many more (the default run shrinks)."""
-    target = load_target("python:tests.support.broken_targets:rejects_everything")
-    try:
-        result = run_property(properties()["WIRE-1"], target, RunOptions(profile="ci", max_examples=max_examples))
-    finally:
-        target.close()
-    assert result.status == Status.FAIL, result.message
-    if at_most is None:
-        assert result.examples > 4, "the default run shrinks the failure"
-    else:
-        assert result.examples <= at_most, result.examples

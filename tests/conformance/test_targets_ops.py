@@ -93,9 +93,10 @@ def test_trimming_to_the_message_limit_is_reported_as_a_warning(reference: Refer
 
 def test_an_entry_that_cannot_fit_is_rejected_with_the_stores_reason(reference: ReferenceTarget) -> None:
     reference.store_open({"max_messages": 3, "max_entry_bytes": 50})
-    assert reference.store_put([{"role": "user", "content": "x" * 200}], 0, {"text": "yo"}) == {
-        "rejected": "the largest shrinkable string (message 0, at ['content', 0, 'text']) cannot shrink: its "
-        "102-unit value would become 134 units"
+    # The byte stage's notice leads the answer as its own block, kept whole; the answer's text cannot shrink.
+    assert reference.store_put([{"role": "user", "content": "x" * 200}], 0, {"text": "y" * 120}) == {
+        "rejected": "the largest shrinkable string (message 0, at ['content', 1, 'text']) cannot shrink: its "
+        "120-unit value would become 143 units"
     }
 
 

@@ -214,20 +214,6 @@ def prints_to_stdout() -> PrintsToStdout:
     return PrintsToStdout()
 
 
-class CrashesOnDecode(ReferenceTarget):
-    """Every decode raises (a python: target's crash is a target error); counts the decodes it was asked."""
-
-    decodes = 0
-
-    def ls_decode_request(self, method: str, raw_b64: str) -> dict[str, Any]:
-        type(self).decodes += 1
-        raise RuntimeError(f"cannot decode {method}")
-
-
-def crashes_on_decode() -> CrashesOnDecode:
-    return CrashesOnDecode()
-
-
 class HangsOnDecode(ReferenceTarget):
     """Served through ``python -m conformance.adapter``, it never answers a decode in time."""
 
