@@ -326,7 +326,7 @@ class _Slot:
     json: bool  # a JSON-document ``arguments`` value: replaced whole, never cut
     bmp: bool  # ``source`` has no astral character: one code point per UTF-16 unit
     charged: bool = True  # whether approx_bytes counts it (a listed tool call's extra keys are not)
-    notice: int = 0  # code points of leading drop notices, kept whole: only what follows is cut
+    notice: int = 0  # code points of leading drop notices: a cut keeps at least these
     cut: int = -1  # code points of ``source`` kept before the marker; -1 while the value is ``source``
 
     def value(self) -> str:

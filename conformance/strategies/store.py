@@ -78,9 +78,9 @@ def refusal_allowed(case: Case) -> str | None:
 
 def unbuilt_reason(case: Case) -> str | None:
     """Why ``case`` was left unbuilt (its limits are too big to exceed with a test payload), else None."""
-    budget = int(case["limits"]["max_entry_bytes"])
     if not case.get("unbuilt"):
         return None
+    budget = int(case["limits"]["max_entry_bytes"])
     return (
         f"the store's entry budget of {budget} bytes is over the {MAX_BUILT_BUDGET} bytes the kit builds payloads "
         "beyond: launch the gateway with a smaller one and say so (--store-limits max_messages=12,max_entry_bytes=64k)"

@@ -1,9 +1,11 @@
-"""Messages for the trimming tests (tests/engine/test_store_trim*.py)."""
+"""Messages and oracles for the trimming tests (tests/engine/test_store_trim*.py)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+from engine.store_trim import NOTICE_PATTERN
 
 
 def user(text: Any) -> dict[str, Any]:
@@ -28,3 +30,11 @@ def json_args(units: int) -> str:
     assert len(text) == units
     assert json.loads(text)
     return text
+
+
+def leading_notices(text: str) -> str:
+    """The drop notices ``text`` opens with (both stages' may lead), matched one after the other."""
+    rest = text
+    while found := NOTICE_PATTERN.match(rest):
+        rest = rest[found.end() :]
+    return text[: len(text) - len(rest)]

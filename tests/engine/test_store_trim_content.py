@@ -32,7 +32,7 @@ from engine.store_trim import (
     trim_content_to_fit,
     trim_for_store,
 )
-from tests.engine.store_trim_support import assistant_call, call, json_args, system, user
+from tests.engine.store_trim_support import assistant_call, call, json_args, leading_notices, system, user
 
 EXAMPLES = 40
 M = TRUNCATION_MARKER
@@ -449,13 +449,6 @@ def _carries_notice(message: Mapping[str, Any]) -> bool:
     return False
 
 
-def _leading_notices(text: str) -> int:
-    rest = text
-    while found := NOTICE_PATTERN.match(rest):
-        rest = rest[found.end() :]
-    return len(text) - len(rest)
-
-
 def _slots_left(messages: Sequence[Mapping[str, Any]]) -> bool:
     """An independent oracle of the mirror's shrinkableSlots: is any string left that a pass could cut?"""
 
@@ -468,7 +461,7 @@ def _slots_left(messages: Sequence[Mapping[str, Any]]) -> bool:
                 if key in UNSHRINKABLE_KEYS:
                     continue
                 floor = 121 if key == "arguments" and looks_like_json_document(value) else 83
-                notices = _leading_notices(value) if key in ("content", "text") else 0
+                notices = len(leading_notices(value)) if key in ("content", "text") else 0
                 if notices:  # kept whole: the shortest cut is the notices and the marker
                     floor = notices + 83
                 if utf16_len(value) > floor:

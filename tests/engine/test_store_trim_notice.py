@@ -11,26 +11,18 @@ from typing import Any
 import pytest
 
 from engine.store_trim import (
-    NOTICE_PATTERN,
     TRUNCATION_MARKER,
     StoreWriteRejected,
     dropped_turns_notice,
     trim_content_to_fit,
     trim_for_store,
 )
-from tests.engine.store_trim_support import user
+from tests.engine.store_trim_support import leading_notices, user
 
 COUNT_NOTICE = dropped_turns_notice(1, "messages")
 BYTES_NOTICE = dropped_turns_notice(3, "bytes")
 M = TRUNCATION_MARKER
 FLOOR = len(M)  # the shortest cut of a noticed text is its notices and the marker
-
-
-def _leading_notices(text: str) -> str:
-    rest = text
-    while found := NOTICE_PATTERN.match(rest):
-        rest = rest[found.end() :]
-    return text[: len(text) - len(rest)]
 
 
 def _texts(messages: list[dict[str, Any]]) -> list[str]:
@@ -70,7 +62,7 @@ def test_halving_keeps_every_leading_notice_and_cuts_only_what_follows(where: st
     (trimmed,), passes = trim_content_to_fit([{"role": "assistant", "content": content}], 1)
     (stored,) = _texts([trimmed])
     assert passes > 0
-    assert _leading_notices(stored) == notices
+    assert leading_notices(stored) == notices
     assert stored.endswith(M)
     assert len(stored) < len(text)
     assert stored[len(notices) : -len(M)] == "é" * (len(stored) - len(notices) - len(M))
