@@ -78,6 +78,25 @@ def test_a_store_rejecting_writes_it_could_trim_fails(invariant: str) -> None:
     assert "rejected a conversation whose strings it could shrink" in result.message
 
 
+@pytest.mark.parametrize("invariant", ["STORE-1", "STORE-7"])
+@pytest.mark.parametrize(
+    ("factory", "status"),
+    [("refuses_under_the_tight_limit", Status.NOT_CHECKABLE), ("refuses_at_the_tight_limit", Status.FAIL)],
+)
+def test_a_refused_write_is_not_judged_only_under_the_tight_budget(
+    invariant: str, factory: str, status: Status
+) -> None:
+    """Under 4096 bytes a store may refuse a write it cannot shrink (seed 003): not judged, with the
+    reason; at 4096 the same refusal of a write it could trim fails."""
+    result = _run(invariant, factory)
+    assert result.status == status, (result.status, result.message)
+    if status == Status.NOT_CHECKABLE:
+        assert "the store refused a write at an entry budget under 4096 bytes" in result.message
+        assert result.unjudged > 0, result
+    else:
+        assert "rejected a conversation whose strings it could shrink" in result.message
+
+
 def test_a_target_without_a_store_cannot_check_store() -> None:
     result = run_on("python:tests.support.broken_targets:forgets_fields", "STORE-8")
     assert result.status == Status.NOT_CHECKABLE, (result.status, result.message)

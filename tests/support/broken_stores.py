@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from conformance.strategies.store import TIGHT_BELOW
 from conformance.targets._store_ops import answer_items
 from conformance.targets.reference import ReferenceTarget
 
@@ -108,6 +109,19 @@ class RejectsBigWrites(ReferenceTarget):
         return super().store_put(messages, caller, answer)
 
 
+class RefusesAtAFixedBudget(RejectsBigWrites):
+    """:class:`RejectsBigWrites` launched at a fixed entry budget the kit cannot change."""
+
+    def __init__(self, budget: int) -> None:
+        super().__init__()
+        self._budget = budget
+
+    def capabilities(self, op: str) -> Mapping[str, Any]:
+        if op == "store.open":
+            return {"fixed_limits": {"max_messages": 12, "max_entry_bytes": self._budget}}
+        return super().capabilities(op)
+
+
 class DropsOversizedCalls(ReferenceTarget):
     """Keeps an entry under its budget by dropping every message that carries an oversized tool call
     (and its result), silently: no notice, so nothing tells a reader turns are missing."""
@@ -166,3 +180,11 @@ def rejects_big_writes() -> RejectsBigWrites:
 
 def huge_fixed_budget() -> HugeFixedBudget:
     return HugeFixedBudget()
+
+
+def refuses_under_the_tight_limit() -> RefusesAtAFixedBudget:
+    return RefusesAtAFixedBudget(TIGHT_BELOW - 1)
+
+
+def refuses_at_the_tight_limit() -> RefusesAtAFixedBudget:
+    return RefusesAtAFixedBudget(TIGHT_BELOW)
