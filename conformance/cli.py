@@ -67,6 +67,13 @@ def _parser() -> argparse.ArgumentParser:
         help="at most N examples per invariant: a quick pass, e.g. over a slow gateway (default: the profile's)",
     )
     run.add_argument(
+        "--no-shrink",
+        dest="shrink",
+        action="store_false",
+        help="report each failure with the example that first showed it, unshrunk: the same verdict, much "
+        "sooner over a slow gateway, but bigger counterexamples, and failures only shrinking tells apart come as one",
+    )
+    run.add_argument(
         "--log-level",
         default="ERROR",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -282,7 +289,11 @@ def _run_with_logging_set(args: argparse.Namespace) -> int:
     target = _load_target(args)
     cache = args.cache_dir or args.report / "hypothesis"
     options = RunOptions(
-        profile=args.profile, seed=args.seed, database=cache / "examples", max_examples=args.max_examples
+        profile=args.profile,
+        seed=args.seed,
+        database=cache / "examples",
+        max_examples=args.max_examples,
+        shrink=args.shrink,
     )
     results: list[Result] = []
     try:

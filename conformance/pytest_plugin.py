@@ -41,20 +41,14 @@ from conformance.profiles import PROFILES
 from conformance.targets._placeholders import PLACEHOLDERS
 
 # pytest loads this plugin in every session of an environment where the kit is installed, with or
-# without the 'conformance' extra: only a run with --cascade-target needs the suite's modules. Nothing
-# else is imported here (not even fakels: a project of the user's may have a package of that name).
-try:
-    from conformance.known_failures import KnownFailure, KnownFailuresError, load_known_failures
-    from conformance.properties import Case, Property
-    from conformance.runner import Result, RunOptions, select
-    from conformance.targets import Target, TargetError, TargetSpecError, load_target
-except ModuleNotFoundError as exc:
-    _SUITE_IMPORT_ERROR: ModuleNotFoundError | None = exc
-else:
-    _SUITE_IMPORT_ERROR = None
-
+# without the 'conformance' extra: only a run with --cascade-target needs the suite's modules, so they
+# are imported in pytest_configure of such a run, never here (Hypothesis alone costs every other
+# pytest session over a second). Not even fakels: a project of the user's may have a package of that name.
 if TYPE_CHECKING:
-    from conformance.targets import HttpOptions
+    from conformance.known_failures import KnownFailure
+    from conformance.properties import Case, Property
+    from conformance.runner import Result, RunOptions
+    from conformance.targets import HttpOptions, Target
 
 SUITE = "cascade-conformance"
 SECTION = "cascade-conformance"
@@ -73,6 +67,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--cascade-profile", choices=PROFILES, default="ci", help="Hypothesis profile for the suite")
     group.addoption("--cascade-known-failures", help="JSON/YAML list of invariants expected to fail")
+    group.addoption(
+        "--cascade-no-shrink",
+        action="store_true",
+        default=None,
+        help="report each failure with the first example that showed it, unshrunk (sooner over a slow gateway)",
+    )
     group.addoption(
         "--cascade-cache-dir",
         help="where Hypothesis keeps its storage while the suite runs (default: <rootdir>/.cascade-cache)",
@@ -145,7 +145,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "invariant(id): the catalogue invariant (e.g. WIRE-1) a test pins")
     spec = config.getoption("--cascade-target")
     if not spec:
-        needing = ("--cascade-only", "--cascade-known-failures", *_HTTP_OPTIONS)
+        needing = ("--cascade-only", "--cascade-known-failures", "--cascade-no-shrink", *_HTTP_OPTIONS)
         given = [opt for opt in needing if config.getoption(opt) not in (None, "", [])]
         if given:
             verb = "needs" if len(given) == 1 else "need"
@@ -153,13 +153,16 @@ def pytest_configure(config: pytest.Config) -> None:
                 f"{' and '.join(given)} {verb} --cascade-target: the suite runs only against a target"
             )
         return
-    if _SUITE_IMPORT_ERROR is not None:
+    try:
+        from conformance.runner import RunOptions, select
+        from conformance.targets import TargetError, TargetSpecError, load_target
+    except ModuleNotFoundError as exc:
         from fakels.distribution import extra_problem
 
         problem = extra_problem("conformance", "--cascade-target")
         if problem is None:  # not a missing extra: a real import error, shown as it is
-            raise _SUITE_IMPORT_ERROR
-        raise pytest.UsageError(problem)
+            raise
+        raise pytest.UsageError(problem) from exc
     only = config.getoption("--cascade-only")
     try:
         props = select(only.split(",") if only else None)
@@ -175,7 +178,11 @@ def pytest_configure(config: pytest.Config) -> None:
     except TargetError as exc:
         raise pytest.UsageError(f"--cascade-target: the target failed to start: {exc}") from None
     config.add_cleanup(target.close)
-    options = RunOptions(profile=config.getoption("--cascade-profile"), database=cache_dir / "examples")
+    options = RunOptions(
+        profile=config.getoption("--cascade-profile"),
+        database=cache_dir / "examples",
+        shrink=not config.getoption("--cascade-no-shrink"),
+    )
     config.stash[_SUITE_KEY] = _Suite(target, props, known, pinned, options, cache_dir)
 
 
@@ -203,6 +210,7 @@ def _http_options(config: pytest.Config, spec: str) -> HttpOptions | None:
 
 def _known_failures(config: pytest.Config) -> tuple[dict[str, KnownFailure], dict[str, Case]]:
     from conformance.cases import CaseFileError, read_case
+    from conformance.known_failures import KnownFailuresError, load_known_failures
 
     path = config.getoption("--cascade-known-failures")
     if not path:
@@ -324,13 +332,14 @@ def _failures_text(result: Result) -> str:
         return _one_failure(result.message, result.case, result.evidence)
     parts = [f"{len(failures)} distinct failures:"] if len(failures) > 1 else []
     for index, failure in enumerate(failures, start=1):
-        text = _one_failure(failure.message, failure.case, failure.evidence)
+        text = _one_failure(failure.message, failure.case, failure.evidence, shrunk=failure.shrunk)
         parts.append(f"--- failure {index} of {len(failures)} ---\n{text}" if len(failures) > 1 else text)
     return "\n\n".join(parts)
 
 
-def _one_failure(message: str, case: Case | None, evidence: dict[str, Any] | None) -> str:
-    text = f"{message}\n\nminimal counterexample:\n{_shown(case) if case is not None else '(none recorded)'}"
+def _one_failure(message: str, case: Case | None, evidence: dict[str, Any] | None, *, shrunk: bool = True) -> str:
+    heading = "minimal counterexample" if shrunk else "counterexample (as found, not shrunk)"
+    text = f"{message}\n\n{heading}:\n{_shown(case) if case is not None else '(none recorded)'}"
     if evidence:
         text += f"\n\nwhat the check saw:\n{_shown(evidence)}"
     return text

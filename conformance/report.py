@@ -48,6 +48,11 @@ def replay_command(case_path: Path, target: str | None, target_flags: str = "") 
     return shlex.join(parts) + target_flags
 
 
+def counterexample_heading(failure: Failure) -> str:
+    """``Minimal counterexample``, or what the case is when it was not shrunk."""
+    return "Minimal counterexample" if failure.shrunk else "Counterexample (as found, not shrunk)"
+
+
 def _failures(result: Result) -> list[Failure]:
     if result.failures:
         return result.failures
@@ -156,7 +161,7 @@ def write_markdown(
                 lines += ["", f"### Failure {number} of {len(failures)} ({failure.kind.value})"]
             lines += ["", "```", failure.message, "```"]
             if failure.case is not None:
-                lines += ["", "Minimal counterexample:", "", "```json", _json(failure.case), "```"]
+                lines += ["", counterexample_heading(failure) + ":", "", "```json", _json(failure.case), "```"]
             if failure.evidence:
                 heading = "What the fake and the target saw (decoded):"
                 lines += ["", heading, "", "```json", _json(failure.evidence), "```"]

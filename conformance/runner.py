@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
+from hypothesis.errors import HypothesisWarning
 
 from conformance.catalogue import CATALOGUE, Invariant, SelectionError, resolve
 from conformance.profiles import PROFILES
 from conformance.properties import Case, Evidence, Property, properties
-from conformance.targets import PreconditionNotMet, Target, TargetError
+from conformance.targets import PreconditionNotMet, Target, TargetError, TargetHung
 
 
 class Status(StrEnum):
@@ -44,6 +46,7 @@ class Failure:
     message: str
     case: Case | None
     evidence: dict[str, Any]
+    shrunk: bool = True  # False: the first failing example as found (--no-shrink, or a hang)
 
 
 @dataclass
@@ -106,6 +109,9 @@ class RunOptions:
     database: Path | None = None
     # At most this many examples per property (a quick end-to-end pass, e.g. over HTTP); None: the profile's.
     max_examples: int | None = None
+    # False: each failure is reported with the first example that showed it, not shrunk. Shrinking
+    # replays the target hundreds of times; the verdict is the same either way.
+    shrink: bool = True
 
 
 def select(only: Iterable[str] | None) -> list[Property]:
@@ -151,7 +157,7 @@ def hypothesis_settings(options: RunOptions, prop: Property) -> settings:
         deadline=None,
         print_blob=False,
         suppress_health_check=list(HealthCheck),
-        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
+        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, *([Phase.shrink] if options.shrink else [])],
     )
 
 
@@ -168,6 +174,9 @@ def run_property(prop: Property, target: Target, options: RunOptions) -> Result:
             prop.check(target, case, evidence)
         except PreconditionNotMet as exc:
             seen.not_judged(exc)
+        except TargetHung as exc:
+            seen.remember(exc, case, evidence)
+            raise _Stopped(exc) from exc
         except BaseException as exc:
             seen.remember(exc, case, evidence)
             raise
@@ -180,11 +189,20 @@ def run_property(prop: Property, target: Target, options: RunOptions) -> Result:
     if options.seed is not None:
         test = seed(options.seed)(test)
     try:
-        test()
+        with warnings.catch_warnings():
+            # Hypothesis warns when it renders a big example (MB-sized tool arguments are the point of
+            # some properties) in the middle of the progress line; the report shows the case anyway.
+            warnings.filterwarnings("ignore", message="Generating overly large repr", category=HypothesisWarning)
+            test()
+    except _Stopped as stopped:
+        hung = _failure(stopped.hang, seen)
+        note = f" (the run stopped at example {seen.examples}, unshrunk: each further example may hang as long)"
+        failure = replace(hung, message=hung.message + note, shrunk=False)
+        return seen.counted(_failed(prop, [failure], time.perf_counter() - started, seen.judged))
     except BaseException as raised:
         if not isinstance(raised, Exception):  # KeyboardInterrupt, SystemExit: not a verdict
             raise
-        failures = [_failure(exc, seen) for exc in _leaves(raised)]
+        failures = [_failure(exc, seen, shrunk=options.shrink) for exc in _leaves(raised)]
         return seen.counted(_failed(prop, failures, time.perf_counter() - started, seen.judged))
     seconds = time.perf_counter() - started
     if seen.examples and seen.judged == 0:
@@ -194,6 +212,15 @@ def run_property(prop: Property, target: Target, options: RunOptions) -> Result:
         message = _partial(seen.unobserved)
         return seen.counted(Result(prop.invariant, Status.PARTIAL, message, seconds=seconds, examples=seen.judged))
     return seen.counted(Result(prop.invariant, Status.PASS, seconds=seconds, examples=seen.judged))
+
+
+class _Stopped(BaseException):
+    """Carries a hang out of Hypothesis at once. A BaseException, as an interrupt is: Hypothesis
+    neither shrinks nor replays it, so no further example waits out the timeout."""
+
+    def __init__(self, hang: TargetHung) -> None:
+        super().__init__(str(hang))
+        self.hang = hang
 
 
 _REASON_PREFIX = {
@@ -257,15 +284,15 @@ def _leaves(raised: BaseException) -> list[BaseException]:
     return [raised]
 
 
-def _failure(exc: BaseException, seen: _Seen) -> Failure:
+def _failure(exc: BaseException, seen: _Seen, *, shrunk: bool = True) -> Failure:
     case, evidence = seen.behind(exc)
     items = evidence.items if evidence is not None else {}
     if isinstance(exc, TargetError):
-        return Failure(Status.ERROR, f"the target misbehaved: {exc}", case, items)
+        return Failure(Status.ERROR, f"the target misbehaved: {exc}", case, items, shrunk)
     if isinstance(exc, AssertionError):
-        return Failure(Status.FAIL, str(exc) or "assertion failed", case, items)
+        return Failure(Status.FAIL, str(exc) or "assertion failed", case, items, shrunk)
     message = f"the kit's check raised {type(exc).__name__}: {exc} (a kit bug: please report it with this case)"
-    return Failure(Status.ERROR, message, case, items)
+    return Failure(Status.ERROR, message, case, items, shrunk)
 
 
 def replay_case(prop: Property, target: Target, case: Case) -> Result:

@@ -119,3 +119,16 @@ def test_every_console_script_but_fakels_checks_its_extra_first() -> None:
     }
     assert "dependencies" in project
     assert not {name for name in project["dependencies"] if re.match(r"(?i)pillow|pypdf|hypothesis|starlette", name)}
+
+
+def test_loading_the_pytest_plugin_imports_none_of_the_suite() -> None:
+    """pytest loads the plugin in every session of the environment: a session without
+    --cascade-target must not pay for Hypothesis, the properties or the targets."""
+    probe = (
+        "import sys, conformance.pytest_plugin\n"
+        "heavy = ('hypothesis', 'conformance.properties', 'conformance.runner', 'grpc', 'fakels')\n"
+        "print(sorted(m for m in sys.modules if any(m == h or m.startswith(h + '.') for h in heavy)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", f"imported at load time: {done.stdout.strip()}"

@@ -18,6 +18,7 @@ from conformance.targets._base import (
     PreconditionNotMet,
     Target,
     TargetError,
+    TargetHung,
     TargetSpecError,
     TransientRefusal,
 )
@@ -63,6 +64,7 @@ __all__ = [
     "PythonTarget",
     "Target",
     "TargetError",
+    "TargetHung",
     "TargetSpecError",
     "TransientRefusal",
     "http_options",

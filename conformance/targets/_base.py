@@ -15,6 +15,11 @@ class TargetError(Exception):
     """The target misbehaved: crashed, timed out, or answered outside the protocol."""
 
 
+class TargetHung(TargetError):
+    """The target gave no answer within the per-call timeout. Every further call may wait as long,
+    so the runner stops the property at this example (no more examples, no shrinking)."""
+
+
 class TargetSpecError(ValueError):
     """The ``--target`` string cannot be understood."""
 

@@ -18,6 +18,7 @@ from conformance.operations import OPERATIONS, PROTOCOL_VERSION
 from conformance.targets._base import (
     DeclaredOperations,
     TargetError,
+    TargetHung,
     TargetSpecError,
     check_capabilities,
     check_result,
@@ -68,6 +69,7 @@ class ExecTarget(DeclaredOperations):
         self._lines: queue.Queue[object] = queue.Queue()
         threading.Thread(target=self._read, name="adapter-stdout", daemon=True).start()
         self._next_id = 0
+        self._hung = False  # a call went unanswered: close() kills at once, without the grace
         self._lock = threading.Lock()
         self._schema = protocol_schema()
         self._name = shlex.join(command)
@@ -152,7 +154,8 @@ class ExecTarget(DeclaredOperations):
             try:
                 answer = self._lines.get(timeout=self._timeout)
             except queue.Empty:
-                raise TargetError(
+                self._hung = True
+                raise TargetHung(
                     f"{self.description}: no answer to {op} within {self._timeout:.1f} s (per-call timeout)"
                     + self._stderr_note()
                 ) from None
@@ -211,7 +214,7 @@ class ExecTarget(DeclaredOperations):
             try:
                 assert self._proc.stdin is not None
                 self._proc.stdin.close()
-                self._proc.wait(timeout=CLOSE_GRACE_S)
+                self._proc.wait(timeout=0 if self._hung else CLOSE_GRACE_S)
             except (OSError, subprocess.TimeoutExpired):
                 self._proc.kill()
                 self._proc.wait(timeout=KILLED_WAIT_S)

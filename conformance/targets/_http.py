@@ -29,6 +29,7 @@ from conformance.targets._base import (
     DeclaredOperations,
     PreconditionNotMet,
     TargetError,
+    TargetHung,
     TargetSpecError,
     check_result,
     observed,
@@ -344,7 +345,7 @@ class HttpTarget(DeclaredOperations):
         except openai.APIStatusError as exc:
             return {"status": exc.status_code, "body": _body(exc.response.content)}, exc.response.headers
         except openai.APITimeoutError:
-            raise TargetError(self._failed(f"no answer to POST {_CHAT_PATH} within {self._timeout():g} s")) from None
+            raise TargetHung(self._failed(f"no answer to POST {_CHAT_PATH} within {self._timeout():g} s")) from None
         except openai.APIConnectionError as exc:
             reason = exc.__cause__ or exc
             raise TargetError(self._failed(f"POST {_CHAT_PATH} failed: {reason}")) from None
@@ -474,7 +475,7 @@ class HttpTarget(DeclaredOperations):
         try:
             return self._http.request(method, self._url + path, headers=headers, timeout=self._timeout(), **kwargs)
         except _transport.TimeoutException:
-            raise TargetError(self._failed(f"no answer to {method} {path} within {self._timeout():g} s")) from None
+            raise TargetHung(self._failed(f"no answer to {method} {path} within {self._timeout():g} s")) from None
         except _transport.HTTPError as exc:
             raise TargetError(self._failed(f"{method} {path} failed: {exc}")) from None
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
+import signal
 import sys
 from pathlib import Path
 
 import pytest
 
-from conformance.targets import TargetError, _exec, load_target
+from conformance.targets import TargetError, TargetHung, _exec, load_target
 
 PRELUDE = """import json, sys, time
 def reply(obj):
@@ -104,3 +105,19 @@ def test_the_call_timeout_is_calibrated_with_a_floor(tmp_path: Path) -> None:
         assert explicit.call_timeout_s == 7.5
     finally:
         explicit.close()
+
+
+@pytest.mark.parametrize(("body", "hangs"), [("", False), ("sys.stdin.readline()\n", True)])
+def test_close_grants_a_live_adapter_its_grace_and_kills_one_that_hung_at_once(
+    tmp_path: Path, body: str, hangs: bool
+) -> None:
+    # Either adapter exits by itself a second after its input ends, well inside a live adapter's grace;
+    # one that left a call unanswered is not waited for (every run against it would wait as long).
+    exits_late = "hello()\n" + body + "sys.stdin.read()\ntime.sleep(1)\n"
+    target = load_target(_adapter(tmp_path, exits_late), call_timeout_s=0.5)
+    assert isinstance(target, _exec.ExecTarget)
+    if hangs:
+        with pytest.raises(TargetHung, match=r"no answer to ls.decode_request within 0.5 s"):
+            target.call("ls.decode_request", method="AddTrackedWorkspace", raw_b64="")
+    target.close()
+    assert target._proc.returncode == (-signal.SIGKILL if hangs else 0)

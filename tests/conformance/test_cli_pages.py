@@ -64,7 +64,7 @@ usage: cascade-conformance run [-h] [--target TARGET] [--call-timeout CALL_TIMEO
                                [--api-key API_KEY] [--model MODEL] [--ledger-path PATH] [--native-bridge]
                                [--store-limits LIMITS] [--ready-timeout S] [--rate-limit-wait S] [--only ONLY]
                                [--known-failures KNOWN_FAILURES] [--report REPORT] [--cache-dir CACHE_DIR]
-                               [--profile {ci,thorough}] [--seed SEED] [--max-examples N]
+                               [--profile {ci,thorough}] [--seed SEED] [--max-examples N] [--no-shrink]
                                [--log-level {DEBUG,INFO,WARNING,ERROR}]
 
 options:
@@ -86,6 +86,9 @@ options:
   --seed SEED           Hypothesis seed (reproduces a thorough run)
   --max-examples N      at most N examples per invariant: a quick pass, e.g. over a slow gateway (default: the
                         profile's)
+  --no-shrink           report each failure with the example that first showed it, unshrunk: the same verdict, much
+                        sooner over a slow gateway, but bigger counterexamples, and failures only shrinking tells
+                        apart come as one
   --log-level {DEBUG,INFO,WARNING,ERROR}
                         log level of the reference implementations while they are checked (default ERROR: the engine
                         warns about every image it drops, which the properties provoke on purpose)

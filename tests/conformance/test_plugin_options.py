@@ -8,7 +8,6 @@ import sys
 
 import pytest
 
-import conformance.pytest_plugin as plugin
 from conformance.properties import properties
 from tests.conformance.plugin_support import (
     CLOSES_LOUDLY,
@@ -38,6 +37,7 @@ def _usage_error(result: pytest.RunResult) -> str:
 OPTION_VALUES = [
     ("--cascade-only", "WIRE-1"),
     ("--cascade-known-failures", "known.yaml"),
+    ("--cascade-no-shrink", None),
     ("--cascade-launch", "gw --port {port}"),
     ("--cascade-launch-cwd", "gw"),
     ("--cascade-launch-env", "A=1"),
@@ -102,7 +102,7 @@ def test_a_target_that_fails_to_start_is_a_usage_error(pytester: pytest.Pytester
 
 @pytest.mark.parametrize(
     ("option", "value"),
-    [(o, v) for o, v in OPTION_VALUES if o.removeprefix("--cascade-") not in ("only", "known-failures")],
+    [(o, v) for o, v in OPTION_VALUES if o.removeprefix("--cascade-") not in ("only", "known-failures", "no-shrink")],
 )
 def test_an_http_option_with_another_target_is_a_usage_error_naming_it(
     pytester: pytest.Pytester, option: str, value: str | None
@@ -151,8 +151,9 @@ def test_a_known_failures_file_naming_an_unknown_invariant_is_a_usage_error(pyte
 def test_a_missing_conformance_extra_is_a_usage_error_saying_what_to_install(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(plugin, "_SUITE_IMPORT_ERROR", ModuleNotFoundError("No module named 'openai'"))
-    monkeypatch.setitem(sys.modules, "openai", None)  # not importable: the extra is missing
+    # Neither importable: the extra is missing, so the suite's modules fail to import.
+    monkeypatch.setitem(sys.modules, "openai", None)
+    monkeypatch.setitem(sys.modules, "conformance.runner", None)
     line = _usage_error(run(pytester, "--cascade-target", IMPLEMENTS_NOTHING))
     assert line == (
         "ERROR: --cascade-target: needs the 'conformance' extra, which is not installed (missing: openai); "
@@ -163,10 +164,12 @@ def test_a_missing_conformance_extra_is_a_usage_error_saying_what_to_install(
 def test_an_import_error_of_the_suite_with_the_extra_installed_is_shown_as_it_is(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(plugin, "_SUITE_IMPORT_ERROR", ModuleNotFoundError("No module named 'conformance.oops'"))
+    monkeypatch.setitem(sys.modules, "conformance.runner", None)  # fails to import, the extra is there
     result = run(pytester, "--cascade-target", IMPLEMENTS_NOTHING)
     assert result.ret == pytest.ExitCode.INTERNAL_ERROR  # a bug to report, not a usage error
-    assert "INTERNALERROR> ModuleNotFoundError: No module named 'conformance.oops'" in result.errlines
+    assert "INTERNALERROR> ModuleNotFoundError: import of conformance.runner halted; None in sys.modules" in (
+        result.errlines
+    )
 
 
 # ---------------------------------------------------------------------------- collection
@@ -210,6 +213,8 @@ HELP = (
     "--cascade-only=CASCADE_ONLY comma-separated invariant IDs or families, in any case (default: every implemented) "
     "--cascade-profile={ci,thorough} Hypothesis profile for the suite "
     "--cascade-known-failures=CASCADE_KNOWN_FAILURES JSON/YAML list of invariants expected to fail "
+    "--cascade-no-shrink report each failure with the first example that showed it, unshrunk (sooner over a slow "
+    "gateway) "
     "--cascade-cache-dir=CASCADE_CACHE_DIR where Hypothesis keeps its storage while the suite runs "
     "(default: <rootdir>/.cascade-cache) "
     "--cascade-launch=COMMAND http:// targets: start the gateway with this command; "

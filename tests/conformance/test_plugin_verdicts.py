@@ -87,15 +87,21 @@ def test_a_listed_invariant_whose_target_errors_fails_saying_an_error_is_no_verd
     assert isinstance(report.longrepr, str)  # the verdict's text alone, no pytest traceback
 
 
-def test_a_failing_invariant_fails_with_its_statement_and_minimal_case(pytester: pytest.Pytester) -> None:
-    result = run(pytester, "--cascade-target", REJECTS_EVERYTHING, "--cascade-only", "WIRE-2")
+@pytest.mark.parametrize(
+    ("extra", "heading"),
+    [((), "minimal counterexample"), (("--cascade-no-shrink",), "counterexample (as found, not shrunk)")],
+)
+def test_a_failing_invariant_fails_with_its_statement_and_minimal_case(
+    pytester: pytest.Pytester, extra: tuple[str, ...], heading: str
+) -> None:
+    result = run(pytester, "--cascade-target", REJECTS_EVERYTHING, "--cascade-only", "WIRE-2", *extra)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["FAILED cascade-conformance::WIRE-2 - WIRE-2: Unknown fields survive decoding *"])
     (report,) = call_reports(result)
     text = str(report.longrepr)
     assert text.startswith(f"WIRE-2: {CATALOGUE['WIRE-2'].statement}\n\n")
     assert ": a request with an unknown field was rejected: {'rejected': 'proto: cannot parse" in text
-    assert "\n\nminimal counterexample:\n{\n" in text
+    assert f"\n\n{heading}:\n{{\n" in text
     assert '\n\nwhat the check saw:\n{\n  "decoded": {\n    "rejected": ' in text
     assert isinstance(report.longrepr, str)
     assert "Traceback" not in result.stdout.str()

@@ -337,6 +337,15 @@ def _markdown(
     return text.split("\n")[:-1]
 
 
+@pytest.mark.parametrize(
+    ("shrunk", "heading"), [(True, "Minimal counterexample:"), (False, "Counterexample (as found, not shrunk):")]
+)
+def test_the_case_heading_says_whether_the_case_was_shrunk(tmp_path: Path, shrunk: bool, heading: str) -> None:
+    failure = Failure(Status.FAIL, "wrong", {"n": 7}, {}, shrunk=shrunk)
+    lines = _markdown([_failed("SO-1", [failure])], tmp_path)
+    assert [line for line in lines if "ounterexample" in line] == [heading]
+
+
 def test_the_markdown_report_shows_the_table_and_each_failure_with_case_wire_and_replay(tmp_path: Path) -> None:
     failure = Failure(Status.FAIL, "two error frames, expected one", {"stream": True}, {"frames": ["data: é"]})
     results = [

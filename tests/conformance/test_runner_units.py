@@ -4,6 +4,7 @@ each profile. The end-to-end runs against the reference are test_runner.py's and
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from conformance.catalogue import CATALOGUE, SelectionError
 from conformance.properties import Case, Evidence, Property, require
 from conformance.runner import Failure, Result, RunOptions, Status, hypothesis_settings, replay_case, run, run_property
-from conformance.targets import Target, TargetError
+from conformance.targets import Target, TargetError, TargetHung
 from tests.conformance.runner_support import ToyCheck, ToyTarget, numbers, passes, toy_property
 
 # --- checks the toy properties run --------------------------------------------------------------
@@ -304,6 +305,35 @@ def test_a_failing_property_fails_with_its_minimal_case_and_the_evidence_seen_on
     assert 0 < result.seconds < 10
 
 
+def test_without_shrinking_a_failure_keeps_the_example_generation_found() -> None:
+    def too_big_from_50(target: ToyTarget, case: Case, evidence: Evidence) -> None:
+        if case["n"] >= 50:
+            raise AssertionError(f"n={case['n']} is too big")
+
+    shrunk = run_property(toy_property(too_big_from_50), ToyTarget(), RunOptions())
+    target = ToyTarget()
+    found = run_property(toy_property(too_big_from_50), target, RunOptions(shrink=False))
+    assert [(f.case, f.shrunk) for f in shrunk.failures] == [({"n": 50}, True)]
+    ((case, kept),) = [(f.case, f.shrunk) for f in found.failures]
+    assert case is not None
+    assert case != {"n": 50}, "generation alone does not hit the boundary here"
+    assert (case["n"] >= 50, kept, found.status, found.line) == (True, False, Status.FAIL, "fail")
+    # Every failing example the run tried is one generation drew: nothing crept towards n=50.
+    assert all(seen["n"] > 50 for seen in target.seen if seen["n"] >= 50)
+
+
+def test_a_huge_example_is_reported_without_hypothesis_warning_about_its_repr() -> None:
+    def fails(target: ToyTarget, case: Case, evidence: Evidence) -> None:
+        raise AssertionError(f"{len(case['blob'])} characters")
+
+    huge = st.just({"blob": "x" * 2_000_000})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = run_property(toy_property(fails, huge), ToyTarget(), RunOptions(shrink=False))
+    assert result.status == Status.FAIL
+    assert [str(w.message) for w in caught if "repr" in str(w.message)] == []
+
+
 def test_an_assertion_without_a_message_fails_saying_assertion_failed() -> None:
     def bare(target: ToyTarget, case: Case, evidence: Evidence) -> None:
         if case["n"] >= 5:
@@ -319,6 +349,25 @@ def test_a_misbehaving_target_is_an_error_not_a_failure() -> None:
     message = "the target misbehaved: toy: ls.serve timed out after 5 s on n=-5"
     assert (result.status, result.message, result.case) == (Status.ERROR, message, {"n": -5})
     assert result.failures == [Failure(Status.ERROR, message, {"n": -5}, {"n": -5})]
+
+
+def test_a_hanging_target_stops_the_run_at_once_unshrunk_with_the_case_that_hung() -> None:
+    def hangs_from_3(target: ToyTarget, case: Case, evidence: Evidence) -> None:
+        evidence.add("n", case["n"])
+        if case["n"] >= 3:
+            raise TargetHung(f"toy: no answer to ls.serve within 2 s on n={case['n']}")
+
+    target = ToyTarget()
+    result = run_property(toy_property(hangs_from_3, max_examples=100), target, RunOptions())
+    hung_on = target.seen[-1]
+    assert hung_on["n"] >= 3
+    assert all(case["n"] < 3 for case in target.seen[:-1]), "no example after the hang"
+    message = (
+        f"the target misbehaved: toy: no answer to ls.serve within 2 s on n={hung_on['n']} "
+        f"(the run stopped at example {len(target.seen)}, unshrunk: each further example may hang as long)"
+    )
+    assert result.failures == [Failure(Status.ERROR, message, hung_on, {"n": hung_on["n"]}, shrunk=False)]
+    assert (result.status, result.examples) == (Status.ERROR, len(target.seen))
 
 
 def test_a_crash_of_the_kits_own_check_is_an_error_asking_for_a_report() -> None:

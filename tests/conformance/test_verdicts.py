@@ -34,9 +34,11 @@ def _run(invariant: str, factory: str) -> Result:
     return run_on(f"{BROKEN}:{factory}", invariant)
 
 
-def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _cli(tmp_path: Path, *args: str, shrink: bool = False) -> subprocess.CompletedProcess[str]:
+    """``cascade-conformance run``, unshrunk unless asked (as run_on): most of these tests judge
+    verdicts; shrinking also tells failures apart that generation found as one."""
     return subprocess.run(
-        [*CLI, "run", "--report", str(tmp_path / "report"), *args],
+        [*CLI, "run", *([] if shrink else ["--no-shrink"]), "--report", str(tmp_path / "report"), *args],
         capture_output=True,
         text=True,
         timeout=600,
@@ -63,6 +65,7 @@ def test_a_target_writing_non_protocol_lines_on_stdout_errors(tmp_path: Path) ->
         f"exec:{sys.executable} -m conformance.adapter {BROKEN}:prints_to_stdout",
         "--only",
         "WIRE-1",
+        shrink=True,  # the final replay of the shrunk case shows the line itself, not the stale answers after it
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "WIRE-1   error" in done.stdout, done.stdout
@@ -77,6 +80,7 @@ def test_a_hanging_adapter_errors_with_its_stderr(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stdout + done.stderr
     assert "WIRE-1   error" in done.stdout, done.stdout
     assert "no answer to ls.decode_request within 2.0 s" in done.stdout
+    assert "the run stopped at example 1, unshrunk" in done.stdout  # one timeout waited out, not dozens
     assert "hanging on " in done.stdout  # the adapter's stderr tail
 
 
@@ -107,7 +111,7 @@ def test_a_double_billing_target_fails_off_4() -> None:
 
 
 def test_distinct_failures_are_all_reported_each_with_its_minimal_case() -> None:
-    result = _run("WIRE-1", "two_decoder_bugs")
+    result = run_on(f"{BROKEN}:two_decoder_bugs", "WIRE-1", shrink=True)
     assert result.status == Status.FAIL
     assert len(result.failures) == 2, [f.message for f in result.failures]
     by_method = {f.case["method"]: f for f in result.failures if f.case is not None}
@@ -118,7 +122,7 @@ def test_distinct_failures_are_all_reported_each_with_its_minimal_case() -> None
 
 
 def test_the_cli_saves_and_shows_every_distinct_failure(tmp_path: Path) -> None:
-    done = _cli(tmp_path, "--target", f"{BROKEN}:two_decoder_bugs", "--only", "WIRE-1")
+    done = _cli(tmp_path, "--target", f"{BROKEN}:two_decoder_bugs", "--only", "WIRE-1", shrink=True)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "fail (2 distinct failures)" in done.stdout
     cases = sorted((tmp_path / "report" / "cases").glob("*.json"))

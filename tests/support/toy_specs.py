@@ -25,6 +25,9 @@ def toy_mutation(name: str, anchor: str, replacement: str, caught: bool = True, 
     return item
 
 
+TOY_PYTEST_INI = "[pytest]\naddopts = -p no:hypothesispytest\n"
+
+
 def write_toy_spec(
     root: Path,
     mutations: list[dict[str, Any]],
@@ -46,7 +49,12 @@ def write_toy_spec(
 
 
 def commit_toy_repo(root: Path, files: dict[str, str]) -> Path:
-    """Write ``files`` (relative path -> text) under ``root`` and commit everything there in a new repository."""
+    """Write ``files`` (relative path -> text) under ``root`` and commit everything there in a new repository.
+
+    The toy project has no Hypothesis tests, so its ``pytest.ini`` (unless ``files`` brings one) turns
+    Hypothesis's pytest plugin off: that plugin imports Hypothesis at the end of every session, over a
+    second of each of the many runs these tests make."""
+    files = {"pytest.ini": TOY_PYTEST_INI, **files}
     for relative, text in files.items():
         path = root / relative
         path.parent.mkdir(parents=True, exist_ok=True)
