@@ -17,6 +17,10 @@ from _pytest.skipping import evaluate_skip_marks, evaluate_xfail_marks
 _collect_errors: list[str] = []
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _collect_errors.clear()  # one process may run several sessions (mutations._collect_many)
+
+
 def pytest_collectreport(report: pytest.CollectReport) -> None:
     if report.failed:
         _collect_errors.append(report.nodeid or "<collection>")

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from mutations.runner import hermetic_env, pytest_command
+from mutations.runner import hermetic_env, pytest_args
 from mutations.spec import Spec
 
 
@@ -41,24 +43,46 @@ class Selection:
 
 def collect_selection(spec: Spec, root: Path, timeout_s: float = 300.0) -> Selection:
     """Collect ``spec``'s selection in ``root`` in a child pytest, as ``verify`` would select it."""
+    return collect_selections([spec], root, timeout_s)[spec.path]
+
+
+def collect_selections(specs: Sequence[Spec], root: Path, timeout_s: float = 300.0) -> dict[Path, Selection]:
+    """Each spec's selection, collected in ``root`` as ``verify`` would select it: one child Python for
+    all of them, one pytest session per spec (:mod:`mutations._collect_many`), so the test modules are
+    imported once instead of once per spec."""
     with tempfile.TemporaryDirectory(prefix="cascade-mutations-collect-") as tmp:
-        out = Path(tmp) / "collected.json"
-        command = pytest_command(spec.tests, "--collect-only", "-p", "mutations._collect_plugin")
-        env = hermetic_env(root, Path(tmp), CASCADE_MUTATION_COLLECT=str(out))
+        outs = [Path(tmp) / f"collected-{number}.json" for number in range(len(specs))]
+        args = [pytest_args(spec.tests, "--collect-only", "-p", "mutations._collect_plugin") for spec in specs]
+        jobs = [{"args": a, "out": str(out)} for a, out in zip(args, outs, strict=True)]
+        listing = Path(tmp) / "jobs.json"
+        listing.write_text(json.dumps(jobs), encoding="utf-8")
+        command = [sys.executable, "-m", "mutations._collect_many", str(listing)]
         try:
             done = subprocess.run(
-                command, cwd=root, env=env, capture_output=True, text=True, timeout=timeout_s, check=False
+                command,
+                cwd=root,
+                env=hermetic_env(root, Path(tmp)),
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+                check=False,
             )
         except subprocess.TimeoutExpired:
-            raise CollectError(f"{spec.path.name}: collecting the selection took over {timeout_s:.0f} s") from None
-        if not out.is_file():
-            tail = (done.stdout + done.stderr)[-2000:]
-            raise CollectError(f"{spec.path.name}: collection wrote nothing (pytest exit {done.returncode}):\n{tail}")
-        data = json.loads(out.read_text(encoding="utf-8"))
-    if data["collect_errors"] or done.returncode != 0:
+            names = ", ".join(spec.path.name for spec in specs)
+            raise CollectError(f"{names}: collecting the selection took over {timeout_s:.0f} s") from None
         tail = (done.stdout + done.stderr)[-2000:]
+        return {spec.path: _read_selection(spec, out, tail) for spec, out in zip(specs, outs, strict=True)}
+
+
+def _read_selection(spec: Spec, out: Path, tail: str) -> Selection:
+    exit_file = out.with_name(out.name + ".exit")
+    returncode = int(exit_file.read_text(encoding="utf-8")) if exit_file.is_file() else None
+    if not out.is_file():
+        raise CollectError(f"{spec.path.name}: collection wrote nothing (pytest exit {returncode}):\n{tail}")
+    data = json.loads(out.read_text(encoding="utf-8"))
+    if data["collect_errors"] or returncode != 0:
         raise CollectError(
-            f"{spec.path.name}: the selection does not collect cleanly (pytest exit {done.returncode}, errors in "
+            f"{spec.path.name}: the selection does not collect cleanly (pytest exit {returncode}, errors in "
             f"{data['collect_errors'][:4]}):\n{tail}"
         )
     items: dict[str, str] = data["items"]

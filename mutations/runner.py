@@ -421,10 +421,12 @@ def _check_baseline(spec: Spec, run: TestRun, copy: Path) -> None:
 def pytest_command(tests: tuple[str, ...], *options: str) -> list[str]:
     """The pytest command line of every run over a spec's selection: its tests, never the static
     checks (see :data:`mutations.spec.STATIC_CHECK_MARKER`), plus ``options``."""
+    return [sys.executable, "-m", "pytest", *pytest_args(tests, *options)]
+
+
+def pytest_args(tests: tuple[str, ...], *options: str) -> list[str]:
+    """:func:`pytest_command`'s arguments to pytest."""
     return [
-        sys.executable,
-        "-m",
-        "pytest",
         "-q",
         "-p",
         "no:cacheprovider",

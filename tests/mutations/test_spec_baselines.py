@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from mutations.baseline import CollectError, Selection, baseline_problems, collect_selection
+from mutations.baseline import CollectError, Selection, baseline_problems, collect_selection, collect_selections
 from mutations.spec import STATIC_CHECK_MARKER, Spec, default_spec_paths, load_spec
-from tests.support.toy_specs import toy_mutation, write_toy_spec
+from tests.support.toy_specs import TOY_PYTEST_INI, toy_mutation, write_toy_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = default_spec_paths()
@@ -19,10 +19,16 @@ SPECS = default_spec_paths()
 pytestmark = pytest.mark.static_check
 
 
+@pytest.fixture(scope="module")
+def selections() -> dict[Path, Selection]:
+    """Every spec's selection, collected in one child Python (the modules imported once)."""
+    return collect_selections([load_spec(path) for path in SPECS], ROOT)
+
+
 @pytest.mark.parametrize("path", SPECS, ids=[p.name for p in SPECS])
-def test_expected_baseline_matches_the_collected_selection(path: Path) -> None:
+def test_expected_baseline_matches_the_collected_selection(path: Path, selections: dict[Path, Selection]) -> None:
     spec = load_spec(path)
-    problems = baseline_problems(spec, collect_selection(spec, ROOT))
+    problems = baseline_problems(spec, selections[spec.path])
     assert not problems, "\n".join(problems)
 
 
@@ -85,6 +91,7 @@ def test_runs():
 
 
 def _toy(tmp_path: Path, expected: int, tests: str = TOY_TESTS) -> Spec:
+    (tmp_path / "pytest.ini").write_text(TOY_PYTEST_INI, encoding="utf-8")
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_toy.py").write_text(tests, encoding="utf-8")
     write_toy_spec(tmp_path, [toy_mutation("m", "a", "b")], expected)
@@ -131,3 +138,27 @@ def test_a_selection_that_does_not_collect_gives_no_count(tmp_path: Path) -> Non
 def test_selection_counts() -> None:
     selection = Selection(items={"a": "run", "b": "xfail", "c": "skip", "d": "run"})
     assert (selection.expected_passes, selection.count("xfail"), selection.count("skip")) == (2, 1, 1)
+
+
+def test_specs_collected_in_one_process_select_what_each_selects_alone(tmp_path: Path) -> None:
+    """The shared child Python is no shortcut: each later session collects afresh from the modules the
+    first one imported, its own selection only, its marks evaluated again."""
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tmp_path / "pytest.ini").write_text(TOY_PYTEST_INI, encoding="utf-8")
+    (tests / "test_toy.py").write_text(TOY_TESTS, encoding="utf-8")
+    (tests / "test_other.py").write_text(SKIPPING, encoding="utf-8")
+    whole = load_spec(write_toy_spec(tmp_path, [toy_mutation("m", "a", "b")], 5, name="whole.json"))
+    some = load_spec(
+        write_toy_spec(
+            tmp_path,
+            [toy_mutation("m", "a", "b")],
+            1,
+            tests=("tests/test_toy.py::test_parametrized", "tests/test_other.py"),
+            name="some.json",
+        )
+    )
+    together = collect_selections([whole, some], tmp_path)
+    alone = {spec.path: collect_selection(spec, tmp_path) for spec in (whole, some)}
+    assert together == alone
+    assert sorted(together[some.path].items.values()) == ["run", "run", "run", "skip", "xfail"]
