@@ -288,6 +288,10 @@ class InvariantItem(pytest.Item):
         self.user_properties += [("cascade_invariant", inv.id), ("cascade_verdict", status)]
         if message:
             self.user_properties.append(("cascade_message", message))
+        if result.examples or result.refused or result.unjudged:
+            self.user_properties.append(("cascade_examples", result.counts))
+        if result.reasons:
+            self.user_properties.append(("cascade_not_judged", result.reasons_text()))
         if status == "not checkable":
             pytest.skip(message or "not checkable on this target")
         if status in ("pass", "partial"):
@@ -323,6 +327,42 @@ class InvariantItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"{SUITE}::{self.prop.invariant.id}"
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line per invariant the run judged: its verdict, how many examples were judged, refused and
+    not judged, and why (what `cascade-conformance run` prints; a skip reason alone hides the counts)."""
+    rows = verdict_rows(terminalreporter.stats)
+    if not rows:
+        return
+    terminalreporter.section(SECTION)
+    width = max(len(inv_id) for inv_id, _ in rows)
+    for inv_id, text in rows:
+        terminalreporter.write_line(f"{inv_id:<{width}}  {text}")
+
+
+def verdict_rows(stats: dict[str, list[Any]]) -> list[tuple[str, str]]:
+    """``(ID, "pass (40 judged, 3 refused); not judged: ...")`` for each invariant item's call report
+    in ``stats`` (the terminal reporter's, workers' reports included), in catalogue order."""
+    from conformance.catalogue import CATALOGUE
+
+    rows: dict[str, str] = {}
+    for reports in stats.values():
+        for report in reports:
+            if getattr(report, "when", None) != "call":
+                continue
+            props = dict(getattr(report, "user_properties", None) or [])
+            inv_id = props.get("cascade_invariant")
+            if inv_id is None:
+                continue
+            text = str(props.get("cascade_verdict", ""))
+            if "cascade_examples" in props:
+                text += f" ({props['cascade_examples']})"
+            if "cascade_not_judged" in props:
+                text += f"; not judged: {props['cascade_not_judged']}"
+            rows[str(inv_id)] = text
+    order = {inv_id: index for index, inv_id in enumerate(CATALOGUE)}
+    return sorted(rows.items(), key=lambda row: order.get(row[0], len(order)))
 
 
 def _failures_text(result: Result) -> str:

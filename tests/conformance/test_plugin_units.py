@@ -20,6 +20,7 @@ from conformance.pytest_plugin import (
     _one_failure,
     _one_line,
     _shown,
+    verdict_rows,
 )
 from conformance.runner import Failure, Result, Status
 from tests.conformance.plugin_support import IMPLEMENTS_NOTHING, INNER_RUN_OPTIONS
@@ -160,6 +161,45 @@ def test_a_partial_pass_passes_with_a_report_section_and_the_message(item: Invar
         ("cascade_message", message),
     ]
     assert item._report_sections == [("call", SECTION, f"WIRE-1 pass ({message})")]
+
+
+def test_a_verdict_records_its_counts_and_why_examples_were_not_judged(item: InvariantItem) -> None:
+    result = Result(WIRE_1, Status.PASS, examples=40, refused=3, unjudged=2)
+    result.reasons = {"the target refused the input: 400 seed": 3, "no resume": 2}
+    item._judge(result, None)
+    assert item.user_properties == [
+        ("cascade_invariant", "WIRE-1"),
+        ("cascade_verdict", "pass"),
+        ("cascade_examples", "40 judged, 3 refused, 2 not judged"),
+        ("cascade_not_judged", "the target refused the input: 400 seed (3 examples); no resume (2 examples)"),
+    ]
+
+
+def _call_report(inv_id: str, when: str = "call", **props: str) -> pytest.TestReport:
+    user_properties = [("cascade_invariant", inv_id), *((f"cascade_{k}", v) for k, v in props.items())]
+    return pytest.TestReport(
+        f"cascade-conformance::{inv_id}", ("x", None, inv_id), {}, "passed", None, when, user_properties=user_properties
+    )
+
+
+def test_the_summary_rows_show_each_invariants_verdict_and_counts_in_catalogue_order() -> None:
+    stats: dict[str, list[Any]] = {
+        "skipped": [
+            _call_report("STORE-1", verdict="not checkable", examples="0 judged, 6 not judged", not_judged="r")
+        ],
+        "passed": [
+            _call_report("WIRE-2", verdict="pass", examples="40 judged"),
+            _call_report("WIRE-1", when="setup"),  # not a verdict
+            _call_report("WIRE-1", verdict="partial"),
+        ],
+        "": [pytest.TestReport("tests/test_x.py::t", ("x", 1, "t"), {}, "passed", None, "call")],  # the user's own
+    }
+    assert verdict_rows(stats) == [
+        ("WIRE-1", "partial"),
+        ("WIRE-2", "pass (40 judged)"),
+        ("STORE-1", "not checkable (0 judged, 6 not judged); not judged: r"),
+    ]
+    assert verdict_rows({"passed": []}) == []
 
 
 @pytest.mark.parametrize("status", [Status.PASS, Status.PARTIAL])

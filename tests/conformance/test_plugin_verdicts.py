@@ -148,3 +148,18 @@ def test_a_relative_cache_dir_is_under_the_invocation_folder_even_after_a_chdir(
     result.assert_outcomes(failed=1)
     assert any(path.is_file() for path in (pytester.path / "cache" / "examples").rglob("*"))
     assert not (pytester.path / "sub" / "cache").exists()
+
+
+def test_the_terminal_summary_lists_each_verdict_with_its_counts(pytester: pytest.Pytester) -> None:
+    result = run(pytester, "--cascade-target", REJECTS_EVERYTHING, "--cascade-only", "WIRE-2,WIRE-1")
+    result.stdout.fnmatch_lines(
+        ["*= cascade-conformance =*", "WIRE-1  fail (* judged)", "WIRE-2  fail (* judged)"], consecutive=True
+    )
+    assert "not judged" not in result.stdout.str()
+
+
+def test_a_run_without_a_target_prints_no_summary_section(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_users_own="def test_users_own() -> None:\n    assert True\n")
+    result = run(pytester)
+    result.assert_outcomes(passed=1)
+    assert "= cascade-conformance =" not in result.stdout.str()
