@@ -6,7 +6,7 @@ long values clipped)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -175,7 +175,7 @@ def test_a_verdict_records_its_counts_and_why_examples_were_not_judged(item: Inv
     ]
 
 
-def _call_report(inv_id: str, when: str = "call", **props: str) -> pytest.TestReport:
+def _call_report(inv_id: str, when: Literal["setup", "call"] = "call", **props: str) -> pytest.TestReport:
     user_properties = [("cascade_invariant", inv_id), *((f"cascade_{k}", v) for k, v in props.items())]
     return pytest.TestReport(
         f"cascade-conformance::{inv_id}", ("x", None, inv_id), {}, "passed", None, when, user_properties=user_properties
