@@ -378,7 +378,9 @@ def _failures_text(result: Result) -> str:
 
 
 def _one_failure(message: str, case: Case | None, evidence: dict[str, Any] | None, *, shrunk: bool = True) -> str:
-    heading = "minimal counterexample" if shrunk else "counterexample (as found, not shrunk)"
+    from conformance.report import counterexample_heading
+
+    heading = counterexample_heading(shrunk).lower()
     text = f"{message}\n\n{heading}:\n{_shown(case) if case is not None else '(none recorded)'}"
     if evidence:
         text += f"\n\nwhat the check saw:\n{_shown(evidence)}"

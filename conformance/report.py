@@ -48,9 +48,10 @@ def replay_command(case_path: Path, target: str | None, target_flags: str = "") 
     return shlex.join(parts) + target_flags
 
 
-def counterexample_heading(failure: Failure) -> str:
-    """``Minimal counterexample``, or what the case is when it was not shrunk."""
-    return "Minimal counterexample" if failure.shrunk else "Counterexample (as found, not shrunk)"
+def counterexample_heading(shrunk: bool) -> str:
+    """``Minimal counterexample``, or what the case is when it was not shrunk (the report's and the
+    pytest plugin's wording)."""
+    return "Minimal counterexample" if shrunk else "Counterexample (as found, not shrunk)"
 
 
 def _failures(result: Result) -> list[Failure]:
@@ -161,7 +162,7 @@ def write_markdown(
                 lines += ["", f"### Failure {number} of {len(failures)} ({failure.kind.value})"]
             lines += ["", "```", failure.message, "```"]
             if failure.case is not None:
-                lines += ["", counterexample_heading(failure) + ":", "", "```json", _json(failure.case), "```"]
+                lines += ["", counterexample_heading(failure.shrunk) + ":", "", "```json", _json(failure.case), "```"]
             if failure.evidence:
                 heading = "What the fake and the target saw (decoded):"
                 lines += ["", heading, "", "```json", _json(failure.evidence), "```"]

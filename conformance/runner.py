@@ -195,9 +195,9 @@ def run_property(prop: Property, target: Target, options: RunOptions) -> Result:
             warnings.filterwarnings("ignore", message="Generating overly large repr", category=HypothesisWarning)
             test()
     except _Stopped as stopped:
-        hung = _failure(stopped.hang, seen)
+        hung = _failure(stopped.hang, seen, shrunk=False)
         note = f" (the run stopped at example {seen.examples}, unshrunk: each further example may hang as long)"
-        failure = replace(hung, message=hung.message + note, shrunk=False)
+        failure = replace(hung, message=hung.message + note)
         return seen.counted(_failed(prop, [failure], time.perf_counter() - started, seen.judged))
     except BaseException as raised:
         if not isinstance(raised, Exception):  # KeyboardInterrupt, SystemExit: not a verdict
