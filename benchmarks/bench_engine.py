@@ -20,13 +20,11 @@ import time
 
 from PIL import Image
 
+from engine.chat import ToolMarkupParser, parse_tool_markup
 from engine.config import HistoryImageLimits
-from engine.images import ImageSettings
-from engine.messages import Message
-from engine.metrics import ImageHistoryMetrics
-from engine.pool import ConversationPool, PoolEntry
-from engine.prompt import build_cascade_prompt
-from engine.tool_markup import ToolMarkupParser, parse_tool_markup
+from engine.media import ImageSettings
+from engine.prompt import ImageHistoryMetrics, Message, build_cascade_prompt
+from engine.reuse import ConversationPool, PoolEntry
 
 
 def _png(seed: int) -> str:

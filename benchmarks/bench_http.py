@@ -31,11 +31,8 @@ from typing import Any
 
 import openai
 
-from engine.cascade_client import CascadeClient, CascadeTurnRequest, LsEndpoint
-from engine.http.app import DEFAULT_MAX_CONCURRENT_TURNS, HttpSettings
-from engine.http.gateway import Gateway, GatewayConfig, ServedGateway
-from engine.ls_requests import ModelRef
-from engine.polling import PollSettings
+from engine.cascade import CascadeClient, CascadeTurnRequest, LsEndpoint, ModelRef, PollSettings
+from engine.http import DEFAULT_MAX_CONCURRENT_TURNS, Gateway, GatewayConfig, HttpSettings, ServedGateway
 from fakels.scenario import default_answer
 from fakels.server import FakeLSThread
 

@@ -67,10 +67,10 @@ from _load_faults import (
 )
 from openai.types.chat import ChatCompletionMessageParam
 
-from engine import ledger, pool, response_cache
-from engine.http.app import DEFAULT_MAX_CONCURRENT_TURNS, HttpSettings
-from engine.http.gateway import Gateway, GatewayConfig, ServedGateway
-from engine.polling import PollSettings
+from engine.cascade import PollSettings
+from engine.chat import DEFAULT_CACHE_MAX_ENTRIES, DEFAULT_MAX_ROWS
+from engine.http import DEFAULT_MAX_CONCURRENT_TURNS, Gateway, GatewayConfig, HttpSettings, ServedGateway
+from engine.reuse import DEFAULT_MAX_ENTRIES as POOL_MAX_ENTRIES
 from fakels.journal import JournalEntry
 from fakels.scenario import default_answer
 from fakels.server import FakeLSThread
@@ -87,7 +87,7 @@ RSS_TOLERANCE = 16 * MIB
 TRACED_SLACK = 256 * 1024
 TRACED_TOLERANCE_PER_TURN = 1024
 # The gateway's per-turn state is bounded: conversation pool, response cache and ledger rows.
-STORE_CAP = max(pool.DEFAULT_MAX_ENTRIES, response_cache.DEFAULT_MAX_ENTRIES, ledger.DEFAULT_MAX_ROWS)
+STORE_CAP = max(POOL_MAX_ENTRIES, DEFAULT_CACHE_MAX_ENTRIES, DEFAULT_MAX_ROWS)
 # Thread pools that persist once grown, and their bound: the gateway runs turns on anyio workers (at
 # most max_concurrent_turns at once), this script its gRPC garbage on its loop's default executor.
 POOLS = {"AnyIO worker thread": DEFAULT_MAX_CONCURRENT_TURNS, "asyncio_#": min(32, (os.cpu_count() or 1) + 4)}

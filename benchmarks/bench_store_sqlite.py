@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.response_store import ResponseStore, StoreLimits, open_store
+from engine.store import ResponseStore, StoreLimits, open_store
 
 OWNER = "api:bench:user:u1"
 SIZES = {"1 KiB": 1024, "1 MiB": 1024 * 1024}

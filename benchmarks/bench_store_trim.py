@@ -1,4 +1,4 @@
-"""Figures for the response store's trimming (engine/store_trim.py) under a 400 KB budget.
+"""Figures for the response store's trimming (engine/store/trim.py) under a 400 KB budget.
 
     python benchmarks/bench_store_trim.py [--runs N]
 
@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from engine.store_trim import TrimOutcome, approx_bytes, trim_for_store
+from engine.store import TrimOutcome, approx_bytes, trim_for_store
 
 MB = 1024 * 1024
 MAX_ENTRY_BYTES = max(64 * 1024, 400 * 1024 // 4)

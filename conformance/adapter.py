@@ -12,8 +12,9 @@ import json
 import sys
 from typing import Any, TextIO
 
+from conformance.errors import TargetError
 from conformance.operations import PROTOCOL_VERSION
-from conformance.targets import REFERENCE_TARGET, PythonTarget, TargetError
+from conformance.targets import REFERENCE_TARGET, PythonTarget
 
 
 def serve(target: PythonTarget, stdin: TextIO, stdout: TextIO) -> int:

@@ -10,16 +10,14 @@ import shlex
 import shutil
 import sys
 import textwrap
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-
-os.environ.setdefault("GRPC_VERBOSITY", "NONE")
 
 from conformance.cases import CaseFileError, read_case
 from conformance.catalogue import CATALOGUE, FAMILIES
-from conformance.known_failures import KnownFailure, KnownFailuresError, load_known_failures
+from conformance.errors import TargetError, TargetSpecError
+from conformance.known_failures import KnownFailure, KnownFailuresError, apply_known_failure, load_known_failures
 from conformance.operations import HTTP_TARGET_OPERATIONS, OPERATIONS, PROTOCOL_VERSION, capability_schema
+from conformance.options import declared_flags, http_values
 from conformance.profiles import PROFILES
 from conformance.properties import Property, properties
 from conformance.report import (
@@ -30,16 +28,8 @@ from conformance.report import (
     write_junit,
     write_markdown,
 )
-from conformance.runner import Result, RunOptions, Status, replay_case, run_property, select
-from conformance.targets import (
-    PLACEHOLDERS,
-    HttpTarget,
-    Target,
-    TargetError,
-    TargetSpecError,
-    http_options,
-    load_target,
-)
+from conformance.runner import Result, RunOptions, Status, hypothesis_storage, replay_case, run_property, select
+from conformance.targets import Target, load_target
 
 EXIT_OK, EXIT_UNEXPECTED, EXIT_USAGE = 0, 1, 2
 DEFAULT_REPORT = Path("reports/conformance")
@@ -56,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
         "(default: every implemented invariant)",
     )
     run.add_argument("--known-failures", type=Path, help="JSON/YAML file of invariants expected to fail")
-    run.add_argument("--report", type=Path, default=Path("reports/conformance"), help="report folder")
+    run.add_argument("--report", type=Path, default=DEFAULT_REPORT, help="report folder")
     _cache_option(run, "REPORT/hypothesis")
     run.add_argument("--profile", choices=PROFILES, default="ci", help="ci: derandomized, bounded; thorough: more")
     run.add_argument("--seed", type=int, help="Hypothesis seed (reproduces a thorough run)")
@@ -86,7 +76,7 @@ def _parser() -> argparse.ArgumentParser:
     _cache_option(replay, str(DEFAULT_REPORT / "hypothesis"))
     save = sub.add_parser("save-case", help="copy a failing case from a report into a case file of your own")
     save.add_argument("invariant", help="the invariant ID whose case to save")
-    save.add_argument("--report", type=Path, default=Path("reports/conformance"))
+    save.add_argument("--report", type=Path, default=DEFAULT_REPORT)
     save.add_argument("--out", type=Path, required=True)
     sub.add_parser(
         "list", help="the whole catalogue: IDs, statements, the operations each property needs or 'not yet implemented'"
@@ -108,72 +98,16 @@ def _target_option(parser: argparse.ArgumentParser) -> None:
         help="seconds an adapter may take per call (default: calibrated), or an HTTP request (default: 120)",
     )
     http = parser.add_argument_group("http:// targets (docs/adapters.md, 'Black-box HTTP targets')")
-    http.add_argument(
-        "--launch",
-        metavar="COMMAND",
-        help="start the gateway with this command (split like a shell would) and stop it at the end; placeholders: "
-        + ", ".join(f"{{{name}}} {what}" for name, what in PLACEHOLDERS.items()),
-    )
-    http.add_argument("--launch-cwd", metavar="DIR", help="the launched gateway's working folder")
-    http.add_argument(
-        "--launch-env",
-        metavar="NAME=VALUE",
-        action="append",
-        default=[],
-        help="an environment variable for the launched gateway (repeatable; placeholders filled)",
-    )
-    http.add_argument(
-        "--ls-wiring",
-        choices=("dial", "spawn", "none"),
-        help="dial: the gateway dials the kit's fake LS ({ls_address}); spawn: it spawns the kit's stand-in "
-        "binary ({ls_binary}); none: no LS checks (default with --launch: dial)",
-    )
-    http.add_argument(
-        "--api-key",
-        action="append",
-        default=[],
-        help="an API key the gateway accepts (repeatable: each is a caller; default: conformance-key)",
-    )
-    http.add_argument("--model", help="the model name requests use (default: claude-sonnet-4-6)")
-    http.add_argument("--ledger-path", metavar="PATH", help="where the gateway serves the kit's ledger (/v1/ledger)")
-    http.add_argument(
-        "--native-bridge",
-        action="store_true",
-        help="the gateway maps tool history to Cascade steps (field 9): native-mode examples run, the others do not",
-    )
-    http.add_argument(
-        "--store-limits",
-        metavar="LIMITS",
-        help="the response store limits the gateway was launched with, max_messages=N,max_entry_bytes=SIZE "
-        "(default: the reference's, max_messages=400,max_entry_bytes=32m)",
-    )
-    http.add_argument(
-        "--ready-timeout", type=float, metavar="S", help="seconds the launched gateway has to answer (default: 30)"
-    )
-    http.add_argument(
-        "--rate-limit-wait",
-        type=float,
-        metavar="S",
-        help="seconds the kit waits, over all retries of one request, when the gateway answers 429 or 503 with a "
-        "wait (Retry-After, retry_after_ms); past it the example is left unjudged (default: 60; 0: never wait)",
-    )
+    for flag in declared_flags("cli"):
+        http.add_argument(flag.option("cli"), **flag.declaration("cli"))
 
 
 def _load_target(args: argparse.Namespace) -> Target:
-    http = http_options(
-        args.target,
-        launch=args.launch,
-        launch_cwd=args.launch_cwd,
-        launch_env=args.launch_env,
-        ls_wiring=args.ls_wiring,
-        api_keys=args.api_key,
-        model=args.model,
-        ledger_path=args.ledger_path,
-        ready_timeout_s=args.ready_timeout,
-        native_bridge=bool(args.native_bridge),
-        store_limits=args.store_limits,
-        rate_limit_wait_s=args.rate_limit_wait,
-    )
+    # Loaded here, as the HttpTarget below: the HTTP target imports fakels and with it grpc, which reads
+    # GRPC_VERBOSITY once, when it is imported, so only after main() has set it.
+    from conformance.targets import http_options
+
+    http = http_options(args.target, **http_values(lambda flag: getattr(args, flag.dest)))
     return load_target(args.target, call_timeout_s=args.call_timeout, http=http)
 
 
@@ -219,6 +153,9 @@ def _cache_option(parser: argparse.ArgumentParser, default: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Before any target loads (grpc reads it when it is imported; a launched gateway inherits it), and
+    # not at import: importing the command changes nothing.
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     args = _parser().parse_args(argv)
     try:
         if args.command == "list":
@@ -242,21 +179,6 @@ def main(argv: list[str] | None = None) -> int:
     except TargetError as exc:
         print(f"cascade-conformance: the target failed to start: {exc}", file=sys.stderr)
         return EXIT_USAGE
-
-
-@contextmanager
-def hypothesis_storage(directory: Path) -> Iterator[None]:
-    """Hypothesis keeps its storage (constants cache, unicode tables, a default example database)
-    in ``directory`` while the block runs, instead of ``.hypothesis/`` in the current folder (a
-    gateway's repository). The previous setting is restored: main() may run in a host process."""
-    from hypothesis import configuration
-
-    previous: Path | None = vars(configuration).get("__hypothesis_home_directory")
-    configuration.set_hypothesis_home_dir(directory.resolve())
-    try:
-        yield
-    finally:
-        configuration.set_hypothesis_home_dir(previous)
 
 
 def _not_yet_implemented_line() -> str:
@@ -348,6 +270,8 @@ def _run_with_logging_set(args: argparse.Namespace) -> int:
 
 def _save_gateway_output(target: Target, report: Path) -> Path | None:
     """What a launched gateway wrote to stdout and stderr, kept beside the report."""
+    from conformance.targets import HttpTarget
+
     output = target.launch_output() if isinstance(target, HttpTarget) else None
     if output is None:
         return None
@@ -358,17 +282,11 @@ def _save_gateway_output(target: Target, report: Path) -> Path | None:
 
 
 def _run_one(prop: Property, target: Target, options: RunOptions, known: KnownFailure | None) -> Result:
-    if known is None:
-        return run_property(prop, target, options)
-    result = (
-        replay_case(prop, target, read_case(known.case).case) if known.case else run_property(prop, target, options)
-    )
-    if result.status == Status.FAIL:  # an error (a crash, a hang) is never the listed failure
-        result.status, result.message = Status.KNOWN_FAILURE, f"{known.reason}: {result.message}"
-    elif result.status.passed:
-        result.status = Status.UNEXPECTED_PASS
-        result.message = f"listed as a known failure ({known.reason}) but it passes: remove it from the list"
-    return result
+    if known is not None and known.case:
+        result = replay_case(prop, target, read_case(known.case).case)
+    else:
+        result = run_property(prop, target, options)
+    return apply_known_failure(result, known)
 
 
 def _replay(args: argparse.Namespace) -> int:

@@ -18,12 +18,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from conformance.errors import PreconditionNotMet, TargetError, excerpt
 from conformance.example_tags import tagged
 from conformance.ls_handle import InProcessLs, LsHandle
-from conformance.properties import require
 from conformance.refusals import refusal
-from conformance.targets import PreconditionNotMet, Target, TargetError
-from conformance.targets._base import excerpt
+from conformance.targets import Target
 from fakels.scenario import parse_scenario
 from fakels.server import FakeLSThread
 
@@ -135,11 +134,11 @@ def play_conversation(
         return _play_in_process(target, scenario, turns, native_mode, model_uid)
     if wired:
         native = bool(target.gateway_defaults().get("native_bridge", False))  # type: ignore[attr-defined]
-        require(
-            native == native_mode,
-            f"the example needs a gateway with the native bridge {_on(native_mode)}, "
-            f"this one has it {_on(native)} (declare it with --native-bridge)",
-        )
+        if native != native_mode:
+            raise PreconditionNotMet(
+                f"the example needs a gateway with the native bridge {_on(native_mode)}, "
+                f"this one has it {_on(native)} (declare it with --native-bridge)"
+            )
     # The first message is tagged, so a gateway that outlives examples never continues a cascade an
     # earlier example left in its pool.
     sent = [[dict(m) for m in added] for added in turns]

@@ -5,13 +5,14 @@
         reason: our decoder drops unknown fields (tracked in ISSUE-12)
         case: cases/wire-2.json        # optional; relative to this file
 
-A listed invariant that passes fails the run, so the list stays honest.
+A listed invariant that passes fails the run, so the list stays honest. :func:`apply_known_failure`
+gives that verdict, for ``cascade-conformance run`` and the pytest plugin alike.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import jsonschema
 
 from conformance.catalogue import CATALOGUE
 from conformance.properties import properties
+from conformance.runner import Result, Status
 
 _SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -89,3 +91,18 @@ def load_known_failures(path: Path) -> dict[str, KnownFailure]:
             raise KnownFailuresError(f"{path}: the pinned case {item['case']} for {item['id']} does not exist")
         entries[item["id"]] = KnownFailure(item["id"], item["reason"], case)
     return entries
+
+
+def apply_known_failure(result: Result, known: KnownFailure | None) -> Result:
+    """The verdict on ``result`` once the known-failure list is read. A listed invariant that fails is a
+    known failure; one that passes is an unexpected pass, which fails the run until it is taken off
+    the list. An error (a crash, a hang) is never the listed failure: it stays an error, as every
+    result of an invariant that is not listed stays what it is."""
+    if known is None:
+        return result
+    if result.status == Status.FAIL:
+        return replace(result, status=Status.KNOWN_FAILURE, message=f"{known.reason}: {result.message}")
+    if result.status.passed:
+        message = f"listed as a known failure ({known.reason}) but it passes: remove it from the list"
+        return replace(result, status=Status.UNEXPECTED_PASS, message=message)
+    return result

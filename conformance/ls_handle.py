@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
+from conformance.errors import TargetError
 from fakels.control_client import ControlClient, ControlError
 from fakels.scenario import ScenarioError, parse_scenario
 from fakels.server import FakeLSThread
@@ -161,7 +162,4 @@ class StandinLs:
 
 
 def _unreachable(message: str) -> NoReturn:
-    # Imported here: conformance.targets imports this module (a module-level import would be circular).
-    from conformance.targets._base import TargetError
-
     raise TargetError(message)

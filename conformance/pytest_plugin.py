@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from conformance.options import HTTP_FLAGS, PREFIXES, declared_flags, http_values
 from conformance.profiles import PROFILES
-from conformance.targets._placeholders import PLACEHOLDERS
 
 # pytest loads this plugin in every session of an environment where the kit is installed, with or
 # without the 'conformance' extra: only a run with --cascade-target needs the suite's modules, so they
@@ -77,53 +77,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--cascade-cache-dir",
         help="where Hypothesis keeps its storage while the suite runs (default: <rootdir>/.cascade-cache)",
     )
-    group.addoption(
-        "--cascade-launch",
-        metavar="COMMAND",
-        help="http:// targets: start the gateway with this command; placeholders: "
-        + ", ".join(f"{{{name}}}" for name in PLACEHOLDERS),
-    )
-    group.addoption("--cascade-launch-cwd", metavar="DIR", help="the launched gateway's working folder")
-    group.addoption(
-        "--cascade-launch-env", metavar="NAME=VALUE", action="append", default=[], help="repeatable; placeholders"
-    )
-    group.addoption("--cascade-ls-wiring", choices=("dial", "spawn", "none"), help="default with a launch: dial")
-    group.addoption("--cascade-api-key", action="append", default=[], help="repeatable (default: conformance-key)")
-    group.addoption("--cascade-model", help="the model name requests use (default: claude-sonnet-4-6)")
-    group.addoption("--cascade-ledger-path", metavar="PATH", help="where the gateway serves the ledger (/v1/ledger)")
-    group.addoption(
-        "--cascade-native-bridge",
-        action="store_true",
-        default=None,
-        help="the gateway maps tool history to Cascade steps: native-mode examples run, the others do not",
-    )
-    group.addoption("--cascade-ready-timeout", type=float, metavar="S", help="seconds to answer (default: 30)")
-    group.addoption(
-        "--cascade-rate-limit-wait",
-        type=float,
-        metavar="S",
-        help="seconds to wait out 429/503 answers per request (default: 60)",
-    )
-    group.addoption(
-        "--cascade-store-limits",
-        metavar="LIMITS",
-        help="the gateway's response store limits: max_messages=N,max_entry_bytes=SIZE (default: the reference's)",
-    )
+    for flag in declared_flags("pytest"):
+        group.addoption(flag.option("pytest"), **flag.declaration("pytest"))
 
 
-_HTTP_OPTIONS = (
-    "--cascade-launch",
-    "--cascade-launch-cwd",
-    "--cascade-launch-env",
-    "--cascade-ls-wiring",
-    "--cascade-api-key",
-    "--cascade-model",
-    "--cascade-ledger-path",
-    "--cascade-ready-timeout",
-    "--cascade-native-bridge",
-    "--cascade-store-limits",
-    "--cascade-rate-limit-wait",
-)
+_HTTP_OPTIONS = tuple(flag.option("pytest") for flag in HTTP_FLAGS)
 
 
 @dataclass(frozen=True)
@@ -154,8 +112,9 @@ def pytest_configure(config: pytest.Config) -> None:
             )
         return
     try:
+        from conformance.errors import TargetError, TargetSpecError
         from conformance.runner import RunOptions, select
-        from conformance.targets import TargetError, TargetSpecError, load_target
+        from conformance.targets import load_target
     except ModuleNotFoundError as exc:
         from fakels.distribution import extra_problem
 
@@ -187,25 +146,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _http_options(config: pytest.Config, spec: str) -> HttpOptions | None:
-    cwd = config.getoption("--cascade-launch-cwd")
+    values = http_values(lambda flag: config.getoption(flag.option("pytest")))
+    cwd = values["launch_cwd"]
+    values["launch_cwd"] = Path(config.invocation_params.dir, cwd) if cwd else None
     # Loaded here, not at start-up: the HTTP target imports fakels (see conformance.targets).
     from conformance.targets import http_options
 
-    return http_options(
-        spec,
-        launch=config.getoption("--cascade-launch"),
-        launch_cwd=Path(config.invocation_params.dir, cwd) if cwd else None,
-        launch_env=config.getoption("--cascade-launch-env"),
-        ls_wiring=config.getoption("--cascade-ls-wiring"),
-        api_keys=config.getoption("--cascade-api-key"),
-        model=config.getoption("--cascade-model"),
-        ledger_path=config.getoption("--cascade-ledger-path"),
-        native_bridge=bool(config.getoption("--cascade-native-bridge")),
-        ready_timeout_s=config.getoption("--cascade-ready-timeout"),
-        store_limits=config.getoption("--cascade-store-limits"),
-        rate_limit_wait_s=config.getoption("--cascade-rate-limit-wait"),
-        prefix="--cascade-",
-    )
+    return http_options(spec, **values, prefix=PREFIXES["pytest"])
 
 
 def _known_failures(config: pytest.Config) -> tuple[dict[str, KnownFailure], dict[str, Case]]:
@@ -269,8 +216,7 @@ class InvariantItem(pytest.Item):
         self.add_marker(pytest.mark.invariant(prop.invariant.id))
 
     def runtest(self) -> None:
-        from conformance.cli import hypothesis_storage
-        from conformance.runner import replay_case, run_property
+        from conformance.runner import hypothesis_storage, replay_case, run_property
 
         suite = self.config.stash[_SUITE_KEY]
         inv_id = self.prop.invariant.id
@@ -282,31 +228,41 @@ class InvariantItem(pytest.Item):
         self._judge(result, suite.known.get(inv_id))
 
     def _judge(self, result: Result, known: KnownFailure | None) -> None:
-        status = str(getattr(result.status, "value", result.status))
+        """The pytest outcome of ``result``: the verdict with the known-failure list read
+        (:func:`conformance.known_failures.apply_known_failure`), mapped status by status."""
+        from conformance.known_failures import apply_known_failure
+        from conformance.runner import Status
+
         message = result.message or ""
         inv = result.invariant
-        self.user_properties += [("cascade_invariant", inv.id), ("cascade_verdict", status)]
+        self.user_properties += [("cascade_invariant", inv.id), ("cascade_verdict", result.status.value)]
         if message:
             self.user_properties.append(("cascade_message", message))
         if result.examples or result.refused or result.unjudged:
             self.user_properties.append(("cascade_examples", result.counts))
         if result.reasons:
             self.user_properties.append(("cascade_not_judged", result.reasons_text()))
-        if status == "not checkable":
+        unexpected = f"{inv.id}: unexpected verdict {result.status.value!r}: {message}"
+        if result.status in (Status.KNOWN_FAILURE, Status.UNEXPECTED_PASS):  # the runner never gives these
+            raise CascadeFailure(unexpected)
+        if result.status == Status.PARTIAL:
+            self.add_report_section("call", SECTION, f"{inv.id} pass ({message})")
+        verdict = apply_known_failure(result, known).status
+        if verdict == Status.NOT_CHECKABLE:
             pytest.skip(message or "not checkable on this target")
-        if status in ("pass", "partial"):
-            if status == "partial":
-                self.add_report_section("call", SECTION, f"{inv.id} pass ({message})")
-            if known is not None:
-                raise CascadeFailure(
-                    f"{inv.id} is listed as a known failure ({known.reason}) but passes: remove it from the list"
-                )
+        if verdict.passed:
             return
-        if status == "fail" and known is not None:
+        if verdict == Status.UNEXPECTED_PASS:
+            assert known is not None
+            raise CascadeFailure(
+                f"{inv.id} is listed as a known failure ({known.reason}) but passes: remove it from the list"
+            )
+        if verdict == Status.KNOWN_FAILURE:
+            assert known is not None
             pytest.xfail(f"known failure ({known.reason}): {message.splitlines()[0] if message else ''}")
-        if status == "fail":
+        if verdict == Status.FAIL:
             raise CascadeFailure(f"{inv.id}: {inv.statement}\n\n{_failures_text(result)}")
-        if status == "error":
+        if verdict == Status.ERROR:
             listed = (
                 f"\n\n(listed as a known failure ({known.reason}), but an error is not a verdict on the invariant)"
                 if known is not None
@@ -316,7 +272,7 @@ class InvariantItem(pytest.Item):
                 f"{inv.id}: the target errored (it crashed, hung or broke the protocol), so the invariant could "
                 f"not be judged\n\n{_failures_text(result)}{listed}"
             )
-        raise CascadeFailure(f"{inv.id}: unexpected verdict {status!r}: {message}")
+        raise CascadeFailure(unexpected)
 
     def repr_failure(
         self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None

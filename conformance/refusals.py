@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from conformance.targets import FeatureDeclined, InputRefused, PreconditionNotMet, TransientRefusal
+from conformance.errors import FeatureDeclined, InputRefused, PreconditionNotMet, TransientRefusal
 
 # Statuses that say "later": the kit waits as the gateway asks (within a budget) and tries again.
 RATE_LIMITED = (429, 503)

@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, given, seed, settings
+from hypothesis import HealthCheck, Phase, configuration, given, seed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.errors import HypothesisWarning
 
 from conformance.catalogue import CATALOGUE, Invariant, SelectionError, resolve
+from conformance.errors import PreconditionNotMet, TargetError, TargetHung
 from conformance.profiles import PROFILES
 from conformance.properties import Case, Evidence, Property, properties
-from conformance.targets import PreconditionNotMet, Target, TargetError, TargetHung
+from conformance.targets import Target
 
 
 class Status(StrEnum):
@@ -138,6 +140,20 @@ def select(only: Iterable[str] | None) -> list[Property]:
             )
         chosen.update(implemented)
     return [registered[i] for i in CATALOGUE if i in chosen]
+
+
+@contextmanager
+def hypothesis_storage(directory: Path) -> Iterator[None]:
+    """Hypothesis keeps its storage (constants cache, unicode tables, a default example database)
+    in ``directory`` while the block runs, instead of ``.hypothesis/`` in the current folder (a
+    gateway's repository). The previous setting is restored: the run may be in a host process (the
+    pytest plugin, tests, an embedding tool)."""
+    previous: Path | None = vars(configuration).get("__hypothesis_home_directory")
+    configuration.set_hypothesis_home_dir(directory.resolve())
+    try:
+        yield
+    finally:
+        configuration.set_hypothesis_home_dir(previous)
 
 
 def hypothesis_settings(options: RunOptions, prop: Property) -> settings:

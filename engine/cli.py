@@ -9,11 +9,11 @@ import math
 import sys
 from collections.abc import Sequence
 
+from engine.cascade.polling import PollSettings
 from engine.http.app import DEFAULT_HEARTBEAT_S, DEFAULT_MAX_BODY_BYTES, HttpSettings, caller_id_for_key
 from engine.http.serve import PROG, ServeOptions, run_serve
-from engine.polling import PollSettings
-from engine.response_store import StoreLimits, parse_byte_size
-from engine.session_log import default_log_path
+from engine.sessions.log import default_log_path
+from engine.store import StoreLimits, parse_byte_size
 
 DEFAULT_POLL_INTERVAL_S = PollSettings().poll_interval_s
 

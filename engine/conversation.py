@@ -12,19 +12,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.cascade_client import CascadeClient, CascadeTurnRequest, CascadeTurnResult, ResumeState
+from engine.cascade.client import CascadeClient, CascadeTurnRequest, CascadeTurnResult, ResumeState
+from engine.cascade.polling import CascadeDelta
+from engine.cascade.requests import ModelRef
+from engine.cascade.steps_delta import delta_start_for
+from engine.cascade.tool_steps import build_additional_steps
 from engine.config import HistoryImageLimits
-from engine.extract import Fetcher
-from engine.fingerprint import FingerprintOptions, fingerprint_after, fingerprint_before
-from engine.images import ImageSettings, ImageVerdicts
-from engine.ls_requests import ModelRef
-from engine.messages import Message
-from engine.metrics import METRICS, ImageHistoryMetrics
-from engine.polling import CascadeDelta
-from engine.pool import ConversationPool, Expected, PoolEntry
-from engine.prompt import PromptBuild, build_cascade_prompt
-from engine.steps_delta import delta_start_for
-from engine.tool_steps import build_additional_steps
+from engine.media.gate import ImageSettings, ImageVerdicts
+from engine.prompt.build import PromptBuild, build_cascade_prompt
+from engine.prompt.extract import Fetcher
+from engine.prompt.messages import Message
+from engine.prompt.metrics import METRICS, ImageHistoryMetrics
+from engine.reuse.fingerprint import FingerprintOptions, fingerprint_after, fingerprint_before
+from engine.reuse.pool import ConversationPool, Expected, PoolEntry
 
 ChatMessage = Mapping[str, Any]
 

@@ -5,7 +5,7 @@ session; each later session collects from them again, as its own child process w
     python -m mutations._collect_many JOBS.json
 
 JOBS.json is a list of ``{"args": [pytest arguments], "out": path}``; each session writes its
-collection to ``out`` (``mutations._collect_plugin``) and its exit status to ``out + ".exit"``.
+collection to ``out`` (``mutations.plugins.collect``) and its exit status to ``out + ".exit"``.
 """
 
 from __future__ import annotations

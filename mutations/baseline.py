@@ -52,7 +52,7 @@ def collect_selections(specs: Sequence[Spec], root: Path, timeout_s: float = 300
     imported once instead of once per spec."""
     with tempfile.TemporaryDirectory(prefix="cascade-mutations-collect-") as tmp:
         outs = [Path(tmp) / f"collected-{number}.json" for number in range(len(specs))]
-        args = [pytest_args(spec.tests, "--collect-only", "-p", "mutations._collect_plugin") for spec in specs]
+        args = [pytest_args(spec.tests, "--collect-only", "-p", "mutations.plugins.collect") for spec in specs]
         jobs = [{"args": a, "out": str(out)} for a, out in zip(args, outs, strict=True)]
         listing = Path(tmp) / "jobs.json"
         listing.write_text(json.dumps(jobs), encoding="utf-8")

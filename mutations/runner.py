@@ -449,10 +449,10 @@ def _run_tests(
     with tempfile.TemporaryDirectory(prefix="cascade-mutations-summary-") as tmp:
         summary, collected, log = Path(tmp) / "summary.json", Path(tmp) / "collected.json", Path(tmp) / "pytest.log"
         extra = {"CASCADE_MUTATION_SUMMARY": str(summary)}
-        options = ["-p", "mutations._summary_plugin", "-p", "mutations._netdeny_plugin"]
+        options = ["-p", "mutations.plugins.summary", "-p", "mutations.plugins.netdeny"]
         if exitfirst:
             # The collect plugin records the collection order, so the runner can see where the run stopped.
-            options += ["-p", "mutations._collect_plugin", "--exitfirst"]
+            options += ["-p", "mutations.plugins.collect", "--exitfirst"]
             extra["CASCADE_MUTATION_COLLECT"] = str(collected)
         env = hermetic_env(copy, Path(tmp), **extra)
         command = pytest_command(spec.tests if tests is None else tests, *options)

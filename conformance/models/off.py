@@ -37,11 +37,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance import wire_bytes as wb
+from conformance.models.journal import META, SEND
 from fakels.rpcs import RPCS
-
-META = "GetCascadeTrajectoryGeneratorMetadata"
-SEND = "SendUserCascadeMessage"
-START = "StartCascade"
 
 USAGE_FIGURES = ("input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens")
 

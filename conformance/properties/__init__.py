@@ -15,7 +15,8 @@ from typing import Any
 from hypothesis import strategies as st
 
 from conformance.catalogue import CATALOGUE, Invariant
-from conformance.targets import PreconditionNotMet, Target
+from conformance.errors import PreconditionNotMet
+from conformance.targets import Target
 
 Case = dict[str, Any]
 CaseStrategy = Callable[[Target], st.SearchStrategy[Case]]

@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.gateway import ChatAnswer, GatewayUnderTest, open_gateway
-from conformance.models.acc import accepted_sends, delta, no_tokens, served_tokens, usage_numbers
-from conformance.models.so import StreamView
+from conformance.models.acc import no_tokens, usage_numbers
+from conformance.models.journal import accepted_sends, delta, served_tokens
+from conformance.models.stream import StreamView
 from conformance.properties import Case, Evidence, invariant_property, require
 from conformance.strategies.acc import repeat_cases, replay_usage_cases, request_mixes
 from conformance.targets import Target

@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from conformance.errors import excerpt
 from conformance.models.att import (
     base64_leaks,
     check_chat,
@@ -24,7 +25,6 @@ from conformance.models.att import (
 from conformance.properties import Case, Evidence, invariant_property
 from conformance.strategies.att import prune_cases, session_cases
 from conformance.targets import Target
-from conformance.targets._base import excerpt
 
 _NEEDS = ("session.open", "session.commit", "session.build")
 _CHECKS = {"responses": check_responses, "chat": check_chat}

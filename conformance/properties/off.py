@@ -16,10 +16,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from conformance.gateway import play_conversation
+from conformance.models.journal import META, SEND, START
 from conformance.models.off import (
-    META,
-    SEND,
-    START,
     WireTurn,
     encode_metadata_response,
     expected_usage,

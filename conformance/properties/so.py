@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.gateway import ChatAnswer, GatewayUnderTest, open_gateway
-from conformance.models.acc import delta, sends, served_tokens
-from conformance.models.so import VIOLATION_CODE, StreamView, comparable_frames, error_code
+from conformance.models.journal import delta, sends, served_tokens
+from conformance.models.so import VIOLATION_CODE, comparable_frames, error_code
+from conformance.models.stream import StreamView
 from conformance.properties import Case, Evidence, invariant_property, require
 from conformance.strategies.so import conforming_cases, tool_call_cases, violating_cases
 from conformance.targets import Target

@@ -12,6 +12,7 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
+from conformance.errors import excerpt
 from conformance.models.store import (
     ARGUMENTS_TRUNCATION_JSON,
     NOTICE,
@@ -38,7 +39,6 @@ from conformance.strategies.store import (
     unbuilt_reason,
 )
 from conformance.targets import Target
-from conformance.targets._base import excerpt
 
 _NEEDS = ("store.open", "store.put", "store.get")
 _NOT_ON_THE_WIRE = (

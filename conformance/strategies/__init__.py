@@ -2,7 +2,8 @@
 
 - :mod:`conformance.strategies.text`: unicode texts, JSON values, tool-call arguments;
 - :mod:`conformance.strategies.scenarios`: fakels scenarios (turns, chunks, faults, records);
-- ``wire``, ``img``, ``off``: the cases each family's properties draw.
+- ``wire``, ``img``, ``off``, ``so``, ``acc``, ``store``, ``att``: the cases each family's properties
+  draw, one module per family of the catalogue.
 
 Strategies are small and composable; a family's cases are plain JSON, so a shrunk counterexample
 is a case file that replays without Hypothesis.

@@ -14,7 +14,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from conformance.models.off import MAPPED_TOOLS, META, UNMAPPED_TOOLS, USAGE_FIGURES
+from conformance.models.journal import META
+from conformance.models.off import MAPPED_TOOLS, UNMAPPED_TOOLS, USAGE_FIGURES
 from conformance.targets import Target
 
 Case = dict[str, Any]

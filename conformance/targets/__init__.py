@@ -12,18 +12,18 @@ import importlib
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from conformance.targets._base import (
+# The errors live in conformance.errors (the whole kit raises them); this face names them too.
+from conformance.errors import (
     FeatureDeclined,
     InputRefused,
     PreconditionNotMet,
-    Target,
     TargetError,
     TargetHung,
     TargetSpecError,
     TransientRefusal,
 )
+from conformance.targets._base import Target
 from conformance.targets._exec import ExecTarget
-from conformance.targets._placeholders import PLACEHOLDERS
 from conformance.targets._python import PythonTarget
 
 if TYPE_CHECKING:
@@ -51,7 +51,6 @@ def __getattr__(name: str) -> Any:
 REFERENCE_TARGET = "python:conformance.targets.reference:make_target"
 
 __all__ = [
-    "PLACEHOLDERS",
     "REFERENCE_TARGET",
     "ExecTarget",
     "FeatureDeclined",

@@ -14,16 +14,9 @@ from typing import IO, Any
 
 import jsonschema
 
+from conformance.errors import TargetError, TargetHung, TargetSpecError
 from conformance.operations import OPERATIONS, PROTOCOL_VERSION
-from conformance.targets._base import (
-    DeclaredOperations,
-    TargetError,
-    TargetHung,
-    TargetSpecError,
-    check_capabilities,
-    check_result,
-    observed,
-)
+from conformance.targets._base import DeclaredOperations, check_capabilities, check_result, observed
 
 # Per-call timeouts scale with the adapter's measured round trip, with a floor, so a slow
 # machine or a slow language runtime does not turn into false failures.

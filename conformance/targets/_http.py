@@ -21,19 +21,12 @@ from typing import Any, TypeVar
 
 import openai
 
+from conformance.errors import PreconditionNotMet, TargetError, TargetHung, TargetSpecError
 from conformance.example_tags import tagged
 from conformance.ls_handle import LsHandle
 from conformance.models.img import EXAMPLE_LIMITS
 from conformance.refusals import refusal, wait_hint
-from conformance.targets._base import (
-    DeclaredOperations,
-    PreconditionNotMet,
-    TargetError,
-    TargetHung,
-    TargetSpecError,
-    check_result,
-    observed,
-)
+from conformance.targets._base import DeclaredOperations, check_result, observed
 from conformance.targets._http_store import DEFAULT_STORE_LIMITS, HttpStore, parse_store_limits
 from conformance.targets._launch import WIRINGS, LaunchedGateway, LaunchSpec, Wiring, describe_exit
 

@@ -18,10 +18,10 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from conformance.errors import PreconditionNotMet, TargetError, TargetSpecError
 from conformance.example_tags import new_tag, untagged
 from conformance.ls_handle import LsHandle
 from conformance.refusals import excerpt_body, refusal
-from conformance.targets._base import PreconditionNotMet, TargetError, TargetSpecError
 
 try:
     import httpx2 as _transport

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Literal
 
+from conformance.errors import TargetError, TargetSpecError
 from conformance.ls_handle import InProcessLs, LsHandle, StandinLs
-from conformance.targets._base import TargetError, TargetSpecError
-from conformance.targets._placeholders import PLACEHOLDERS
+from conformance.options import PLACEHOLDERS
 from fakels.server import FakeLSThread
 from fakels.standin import write_standin
 

@@ -7,15 +7,9 @@ import traceback
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from conformance.errors import TargetError, TargetSpecError
 from conformance.operations import OPERATIONS, operation
-from conformance.targets._base import (
-    DeclaredOperations,
-    TargetError,
-    TargetSpecError,
-    check_capabilities,
-    check_result,
-    observed,
-)
+from conformance.targets._base import DeclaredOperations, check_capabilities, check_result, observed
 
 _CRASH_FRAMES = 3  # a crash report's frames: enough to show where, few enough for a verdict's text
 

@@ -6,34 +6,29 @@ identity, body limit, cross-origin guard, turn limiter and heartbeat (:class:`Fr
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import hashlib
 import hmac
 import json
 import logging
-import time
-import uuid
-from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import anyio
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from engine.http.chat import Caller, ChatEvent, ChatService
-from engine.http.chat_request import ChatRequest, parse_chat_request
+from engine.http.chat import ChatService
+from engine.http.chat_routes import ChatRoutes
 from engine.http.errors import ApiError
+from engine.http.front import Caller, FrontHooks, error_response
 from engine.http.metrics_view import MetricsView
-from engine.http.responses import FrontHooks, ResponsesRoutes
+from engine.http.responses import ResponsesRoutes
 from engine.http.sessions import SessionRoutes, Sessions
-from engine.http.shapes import DONE, HEARTBEAT, ChunkWriter, completion, error_frame, sse
-from engine.http.turn_events import collect_events, turn_events
 from engine.js import well_formed_json
 from engine.model_catalogue import ModelCatalogue
-from engine.response_store import ResponseStore
+from engine.store import ResponseStore
 
 log = logging.getLogger("engine.http")
 
@@ -70,7 +65,7 @@ def build_app(
     """``store``: the response store behind /v1/responses (None: disabled, nothing is kept); ``sessions``:
     the durable sessions requests name with ``X-Session-Id`` (None: off, the header is ignored)."""
     sessions = sessions or Sessions(None)
-    front = _Front(service, catalogue, metrics, settings, sessions)
+    front = _Front(service, catalogue, metrics, settings)
     hooks = FrontHooks(
         caller=front.caller,
         json_body=front.json_body,
@@ -81,7 +76,7 @@ def build_app(
         session_id=sessions.header,
     )
     routes = [
-        Route("/v1/chat/completions", front.chat, methods=["POST"]),
+        *ChatRoutes(service, catalogue, hooks).routes(),
         *ResponsesRoutes(service, store, catalogue, hooks).routes(),
         *SessionRoutes(sessions, front.caller).routes(),
         Route("/v1/models", front.models, methods=["GET"]),
@@ -94,15 +89,13 @@ def build_app(
 
 
 async def _not_found(request: Request, exc: Exception) -> Response:
-    return _error(ApiError(404, f"no route {request.method} {request.url.path}", code="not_found"))
+    return error_response(ApiError(404, f"no route {request.method} {request.url.path}", code="not_found"))
 
 
 async def _method_not_allowed(request: Request, exc: Exception) -> Response:
-    return _error(ApiError(405, f"{request.method} is not allowed on {request.url.path}", code="method_not_allowed"))
-
-
-def _error(error: ApiError) -> JSONResponse:
-    return JSONResponse(error.body(), status_code=error.status)
+    return error_response(
+        ApiError(405, f"{request.method} is not allowed on {request.url.path}", code="method_not_allowed")
+    )
 
 
 class _Front:
@@ -112,10 +105,8 @@ class _Front:
         catalogue: ModelCatalogue,
         metrics: MetricsView,
         settings: HttpSettings,
-        sessions: Sessions,
     ):
         self._service = service
-        self._sessions = sessions
         self._catalogue = catalogue
         self._metrics = metrics
         self._settings = settings
@@ -169,68 +160,18 @@ class _Front:
         # the string for the LS; here it is replaced once, on the way in, so no later encoding can fail on it.
         return well_formed_json(parsed) if b"\\u" in body else parsed
 
-    async def chat(self, request: Request) -> Response:
-        try:
-            _no_cross_origin_post(request)
-            caller = self.caller(request)
-            chat = parse_chat_request(await self.json_body(request), self._catalogue)
-            chat = replace(chat, session_id=self._sessions.header(request))
-        except ApiError as exc:
-            return _error(exc)
-        if chat.stream:
-            return StreamingResponse(self._stream(chat, caller), media_type="text/event-stream", headers=_NO_CACHE)
-        return await self._complete(chat, caller)
-
-    async def _complete(self, chat: ChatRequest, caller: Caller) -> Response:
-        run = functools.partial(self._service.run, chat, caller)
-        events = await collect_events(run, limiter=self.limiter, name="chat")
-        for event in events:
-            if event.error is not None:
-                return _error(event.error)
-        text = "".join(e.text for e in events if e.kind == "content")
-        thinking = "".join(e.text for e in events if e.kind == "reasoning")
-        calls = [e.call for e in events if e.kind == "tool_call" and e.call is not None]
-        finish = next((e.text for e in events if e.kind == "finish"), "stop")
-        usage = next((e.usage for e in events if e.kind == "usage" and e.usage is not None), {})
-        body = completion(
-            completion_id=_completion_id(),
-            created=int(time.time()),
-            model=chat.model.name,
-            text=text,
-            thinking=thinking,
-            calls=calls,
-            finish_reason=finish,
-            usage=usage,
-        )
-        return JSONResponse(body)
-
-    async def _stream(self, chat: ChatRequest, caller: Caller) -> AsyncIterator[bytes]:
-        run = functools.partial(self._service.run, chat, caller)
-        writer = ChunkWriter(completion_id=_completion_id(), created=int(time.time()), model=chat.model.name)
-        events = turn_events(run, limiter=self.limiter, heartbeat_s=self._settings.heartbeat_s, name="chat")
-        async with contextlib.aclosing(events):
-            async for event in events:
-                if event is None:
-                    yield HEARTBEAT
-                    continue
-                frame = _frame(writer, event, chat.include_usage)
-                if frame is not None:
-                    yield sse(frame)
-                if event.kind == "usage":
-                    yield sse(DONE)
-
     async def models(self, request: Request) -> Response:
         try:
             self.caller(request)
         except ApiError as exc:
-            return _error(exc)
+            return error_response(exc)
         return JSONResponse(self._catalogue.openai_list())
 
     async def ledger(self, request: Request) -> Response:
         try:
             self.caller(request)
         except ApiError as exc:
-            return _error(exc)
+            return error_response(exc)
         return JSONResponse(self._service.ledger.document())
 
     async def metrics_text(self, request: Request) -> Response:
@@ -257,28 +198,3 @@ def _no_cross_origin_post(request: Request) -> None:
         raise ApiError(
             415, f"the body must be application/json, not {kind or 'untyped'}", code="unsupported_media_type"
         )
-
-
-_NO_CACHE = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-
-
-def _frame(writer: ChunkWriter, event: ChatEvent, include_usage: bool) -> str | None:
-    if event.kind == "role":
-        return writer.role()
-    if event.kind == "reasoning":
-        return writer.reasoning(event.text)
-    if event.kind == "content":
-        return writer.content(event.text)
-    if event.kind == "tool_call" and event.call is not None:
-        return writer.tool_call(event.call)
-    if event.kind == "finish":
-        return writer.finish(event.text)
-    if event.kind == "usage":
-        return writer.usage(event.usage or {}) if include_usage else None
-    if event.kind == "error" and event.error is not None:
-        return error_frame(event.error.body())
-    return None
-
-
-def _completion_id() -> str:
-    return "chatcmpl-" + uuid.uuid4().hex[:24]

@@ -22,49 +22,27 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
+from engine.cascade.errors import CascadeError
+from engine.cascade.polling import CascadeDelta
+from engine.chat.cache import CachedAnswer, ResponseCache, cache_key
+from engine.chat.ledger import Ledger
+from engine.chat.structured_output import extract_json_payload, structured_output_violation, violation_error_body
+from engine.chat.tool_markup import ParsedToolCall, ToolMarkupParser, tool_preamble
 from engine.conversation import ConversationEngine, PendingTurn, TurnOptions
-from engine.errors import CascadeError
-from engine.fingerprint import FingerprintOptions
 from engine.http.chat_request import ChatRequest
 from engine.http.errors import ApiError, upstream_error
+from engine.http.front import Caller, ChatEvent, Sink
 from engine.http.session_bridge import cascade_messages, session_items
 from engine.http.sessions import Sessions, session_error
 from engine.http.shapes import openai_usage, tool_call_object
 from engine.js import js_stringify
-from engine.ledger import Ledger
-from engine.polling import CascadeDelta
-from engine.response_cache import CachedAnswer, ResponseCache, cache_key
-from engine.structured_output import extract_json_payload, structured_output_violation, violation_error_body
-from engine.tool_markup import ParsedToolCall, ToolMarkupParser, tool_preamble
+from engine.reuse.fingerprint import FingerprintOptions
 
 log = logging.getLogger("engine.http")
 
-EventKind = Literal["role", "reasoning", "content", "tool_call", "finish", "usage", "error"]
-
 _JSON_HINT = "Respond with valid JSON only. No markdown, no code fences, no prose before or after the JSON value."
-
-
-@dataclass(frozen=True)
-class ChatEvent:
-    kind: EventKind
-    text: str = ""
-    call: ParsedToolCall | None = None
-    usage: dict[str, Any] | None = None
-    error: ApiError | None = None
-
-
-@dataclass(frozen=True)
-class Caller:
-    """Who sent a request. ``scoped``: a real identity (an API key); only scoped callers get the
-    response cache, so no answer is ever replayed to someone else."""
-
-    id: str
-    scoped: bool
-
-
-Sink = Callable[[ChatEvent], None]
 
 
 @dataclass

@@ -7,10 +7,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from engine.chat.structured_output import ResponseFormatError, requested_schema
+from engine.chat.tool_markup import ToolSpecError, validate_tools
 from engine.http.errors import ApiError, bad_request
 from engine.model_catalogue import ModelCatalogue, ModelInfo
-from engine.structured_output import ResponseFormatError, requested_schema
-from engine.tool_markup import ToolSpecError, validate_tools
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 _NUMBER_PARAMS = ("temperature", "top_p", "frequency_penalty", "presence_penalty")

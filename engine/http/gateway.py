@@ -14,20 +14,20 @@ from types import TracebackType
 import uvicorn
 from starlette.applications import Starlette
 
-from engine.cascade_client import CascadeClient, LsEndpoint
+from engine.cascade.client import CascadeClient, LsEndpoint
+from engine.cascade.polling import PollSettings
+from engine.cascade.requests import ClientIdentity
+from engine.chat.cache import ResponseCache
+from engine.chat.ledger import Ledger
 from engine.conversation import ConversationEngine
 from engine.http.app import HttpSettings, build_app
 from engine.http.chat import ChatService
 from engine.http.metrics_view import MetricsView
 from engine.http.sessions import Sessions, open_session_log
-from engine.ledger import Ledger
-from engine.ls_requests import ClientIdentity
-from engine.metrics import ImageHistoryMetrics
 from engine.model_catalogue import ModelCatalogue
-from engine.polling import PollSettings
-from engine.pool import ConversationPool
-from engine.response_cache import ResponseCache
-from engine.response_store import ResponseStore, StoreLimits, open_store
+from engine.prompt.metrics import ImageHistoryMetrics
+from engine.reuse.pool import ConversationPool
+from engine.store import ResponseStore, StoreLimits, open_store
 
 DEFAULT_UPSTREAM_KEY = "cascade-engine-upstream-key"
 DEFAULT_ACCOUNT = "upstream-account-1"
@@ -53,7 +53,7 @@ class GatewayConfig:
 
 
 class Gateway:
-    """Raises :class:`engine.response_store.StoreOpenError` (a ValueError) when the store cannot be opened and
+    """Raises :class:`engine.store.memory.StoreOpenError` (a ValueError) when the store cannot be opened and
     :class:`engine.http.sessions.SessionLogOpenError` (a ValueError) when the session log cannot."""
 
     def __init__(self, config: GatewayConfig, *, catalogue: ModelCatalogue | None = None) -> None:

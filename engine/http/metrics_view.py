@@ -12,11 +12,11 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from engine.ledger import Ledger
-from engine.metrics import ImageHistoryMetrics
-from engine.pool import ConversationPool
-from engine.response_cache import ResponseCache
-from engine.response_store import ResponseStore
+from engine.chat.cache import ResponseCache
+from engine.chat.ledger import Ledger
+from engine.prompt.metrics import ImageHistoryMetrics
+from engine.reuse.pool import ConversationPool
+from engine.store import ResponseStore
 
 
 class MetricsView:

@@ -17,7 +17,7 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,16 +26,17 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from engine.http.chat import Caller, ChatEvent, ChatService
+from engine.http.chat import ChatService
 from engine.http.chat_request import ChatRequest
 from engine.http.errors import ApiError, bad_request
+from engine.http.front import NO_CACHE_HEADERS, Caller, ChatEvent, FrontHooks, error_response
 from engine.http.responses_items import Item, lower_items, merge_chained, new_id, stored_output
 from engine.http.responses_request import ResponsesRequest, parse_responses_request
 from engine.http.responses_shapes import EventWriter, OutputBuilder, response_object, responses_usage
 from engine.http.shapes import HEARTBEAT
 from engine.http.turn_events import collect_events, turn_events
 from engine.model_catalogue import ModelCatalogue
-from engine.response_store import ResponseStore, StoredEntry
+from engine.store import ResponseStore, StoredEntry
 
 log = logging.getLogger("engine.http")
 
@@ -43,20 +44,6 @@ NOT_FOUND_HINT = (
     "Stored responses are retained for a limited time and only for the caller that created them; a response "
     "created with store:false is never stored."
 )
-_NO_CACHE = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-
-
-@dataclass(frozen=True)
-class FrontHooks:
-    """What the Responses routes share with the rest of the HTTP front (engine.http.app)."""
-
-    caller: Callable[[Request], Caller]
-    json_body: Callable[[Request], Awaitable[object]]
-    refuse_web_post: Callable[[Request], None]  # an Origin header, or a body that is not JSON
-    refuse_origin: Callable[[Request], None]  # an Origin header
-    limiter: anyio.CapacityLimiter
-    heartbeat_s: float
-    session_id: Callable[[Request], str | None] = lambda request: None  # the X-Session-Id a request names
 
 
 @dataclass(frozen=True)
@@ -102,9 +89,9 @@ class ResponsesRoutes:
             parsed = parse_responses_request(await self._hooks.json_body(request), self._catalogue)
             turn = await self._prepare(parsed, caller, self._hooks.session_id(request))
         except ApiError as exc:
-            return _error(exc)
+            return error_response(exc)
         if parsed.stream:
-            return StreamingResponse(self._stream(turn), media_type="text/event-stream", headers=_NO_CACHE)
+            return StreamingResponse(self._stream(turn), media_type="text/event-stream", headers=NO_CACHE_HEADERS)
         return await self._complete(turn)
 
     async def _prepare(self, parsed: ResponsesRequest, caller: Caller, session_id: str | None = None) -> _Turn:
@@ -144,7 +131,7 @@ class ResponsesRoutes:
         events = await collect_events(functools.partial(self._run, turn), limiter=self._hooks.limiter, name="responses")
         for event in events:
             if event.error is not None:
-                return _error(event.error)
+                return error_response(event.error)
         builder = OutputBuilder()
         for event in events:
             builder.feed(event)
@@ -276,7 +263,7 @@ class ResponsesRoutes:
         try:
             entry = await self._lookup(response_id, self._hooks.caller(request), param="response_id")
         except ApiError as exc:
-            return _error(exc)
+            return error_response(exc)
         body = response_object(
             response_id=entry.id,
             created_at=int(entry.created_at),
@@ -299,7 +286,7 @@ class ResponsesRoutes:
             if not deleted:
                 raise response_not_found(response_id, "response_id")
         except ApiError as exc:
-            return _error(exc)
+            return error_response(exc)
         return JSONResponse({"id": response_id, "object": "response", "deleted": True})
 
     async def input_items(self, request: Request) -> Response:
@@ -319,7 +306,7 @@ class ResponsesRoutes:
                     raise bad_request(f"'after' names no item of response {response_id}", param="after")
                 items = items[ids.index(after) + 1 :]
         except ApiError as exc:
-            return _error(exc)
+            return error_response(exc)
         page = items if limit is None else items[:limit]
         return JSONResponse(
             {
@@ -344,7 +331,3 @@ def _list_params(request: Request) -> tuple[str, int | None, str | None]:
             raise bad_request("'limit' must be an integer from 1 to 100", param="limit")
         limit = int(raw)
     return order, limit, query.get("after")
-
-
-def _error(error: ApiError) -> JSONResponse:
-    return JSONResponse(error.body(), status_code=error.status)

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.http.errors import bad_request
-from engine.store_trim import strip_notice
+from engine.store.trim import strip_notice
 
 MESSAGE_ROLES = ("user", "assistant", "system", "developer")
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text"})

@@ -10,13 +10,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from engine.chat.structured_output import ResponseFormatError, requested_schema
+from engine.chat.tool_markup import ToolSpecError, validate_tools
 from engine.http.chat_request import check_sampling_params, optional_bool, resolve_model
 from engine.http.errors import bad_request
 from engine.http.responses_items import Item, normalize_input
 from engine.model_catalogue import ModelCatalogue, ModelInfo
-from engine.response_store import MISSING, wants_persistence
-from engine.structured_output import ResponseFormatError, requested_schema
-from engine.tool_markup import ToolSpecError, validate_tools
+from engine.store import MISSING, wants_persistence
 
 _ECHOED = ("temperature", "top_p", "max_output_tokens", "metadata", "user")
 

@@ -8,7 +8,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engine.http.chat import ChatEvent
+from engine.http.front import ChatEvent
 from engine.http.responses_items import Item, new_id
 from engine.js import compact_json_text
 

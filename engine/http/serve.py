@@ -26,12 +26,12 @@ from typing import Final, Literal
 
 import uvicorn
 
+from engine.cascade.polling import PollSettings
+from engine.cascade.spawn import LsSpawnError, spawn_ls
 from engine.http.app import HttpSettings
 from engine.http.gateway import Gateway, GatewayConfig
 from engine.http.sessions import SessionLogOpenError
-from engine.ls_spawn import LsSpawnError, spawn_ls
-from engine.polling import PollSettings
-from engine.response_store import StoreLimits
+from engine.store import StoreLimits
 
 PROG: Final = "cascade-engine"
 GRACEFUL_SHUTDOWN_S: Final = 5

@@ -6,21 +6,21 @@ messages first (a ``function_call_output`` becomes a ``tool`` message whose ``in
 
 Conversion (:func:`session_items`, :func:`tool_result`):
 
-* ``system`` and ``developer`` messages become system :class:`~engine.session_items.Message` items, ``user``
-  and ``assistant`` messages their own role, with :func:`~engine.extract.content_to_string` as the text (user
+* ``system`` and ``developer`` messages become system :class:`~engine.sessions.items.Message` items, ``user``
+  and ``assistant`` messages their own role, with :func:`~engine.prompt.extract.content_to_string` as the text (user
   images are request content, not session detail: they stay placeholders here); an assistant's ``tool_calls``
-  follow its text as :class:`~engine.session_items.ToolCall` items.
-* A ``tool`` message is a :class:`~engine.session_items.ToolResult`. Without image parts its summary is exactly
+  follow its text as :class:`~engine.sessions.items.ToolCall` items.
+* A ``tool`` message is a :class:`~engine.sessions.items.ToolResult`. Without image parts its summary is exactly
   ``content_to_string(content)`` (what the prompt showed before durable attachments). With image parts, every
   ``image_url`` / ``input_image`` part holding a base64 ``data:image/...`` URL becomes an
-  :class:`~engine.session_items.ImageAttachment` (the URL's MIME type, the decoded bytes, part order) and leaves
+  :class:`~engine.sessions.items.ImageAttachment` (the URL's MIME type, the decoded bytes, part order) and leaves
   the text; an http(s) image URL is never fetched: it stays in the summary as ``[image not fetched: URL]``; any
   other image part keeps its text placeholder. The remaining parts, rendered as ``content_to_string`` renders
   them, are the summary.
 
 Lowering (:func:`cascade_messages`) is what the prompt builder replays: every message that is not a ``tool``
 message is lowered by :func:`~engine.http.tool_history.lower_tool_turns` exactly as before, and every maximal
-run of ``tool`` messages goes through :func:`~engine.session_lowering.lower_cascade_messages` (the session's
+run of ``tool`` messages goes through :func:`~engine.sessions.lowering.lower_cascade_messages` (the session's
 own lowering) and then ``lower_tool_turns``: one user turn of ``<tool_result>`` blocks, followed, when the run
 has images, by one user turn of the run's ``image_url`` parts, so those images reach field 6 through the
 builder's history-image selection (caps, ordinals, markers, counted drops). A run without images lowers to
@@ -39,10 +39,10 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
-from engine.extract import content_to_string, safe_block_to_string
 from engine.http.tool_history import lower_tool_turns
-from engine.session_items import ImageAttachment, Item, Message, ToolCall, ToolResult
-from engine.session_lowering import lower_cascade_messages
+from engine.prompt.extract import content_to_string, safe_block_to_string
+from engine.sessions.items import ImageAttachment, Item, Message, ToolCall, ToolResult
+from engine.sessions.lowering import lower_cascade_messages
 
 __all__ = ["cascade_messages", "decode_image_data_url", "session_items", "tool_result", "tool_results"]
 

@@ -26,7 +26,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 import anyio
 from starlette.requests import Request
@@ -34,12 +34,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from engine.http.errors import ApiError, bad_request
-from engine.session_items import History, Item, ToolCall, ToolResult
-from engine.session_log import SessionLog
-from engine.session_views import compaction_input, exploration_view
-
-if TYPE_CHECKING:
-    from engine.http.chat import Caller
+from engine.http.front import Caller
+from engine.sessions.items import History, Item, ToolCall, ToolResult
+from engine.sessions.log import SessionLog
+from engine.sessions.views import compaction_input, exploration_view
 
 log = logging.getLogger("engine.http")
 

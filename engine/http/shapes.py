@@ -6,9 +6,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from engine.cascade.usage import GeneratorUsage
+from engine.chat.tool_markup import ParsedToolCall
 from engine.js import compact_json_text
-from engine.tool_markup import ParsedToolCall
-from engine.usage import GeneratorUsage
 
 SYSTEM_FINGERPRINT = "fp_cascade_engine"
 DONE = "[DONE]"

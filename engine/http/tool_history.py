@@ -13,8 +13,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engine.extract import content_to_string
 from engine.js import js_json_text
+from engine.prompt.extract import content_to_string
 
 
 def lower_tool_turns(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -11,8 +11,8 @@ from collections.abc import AsyncGenerator, Callable
 
 import anyio
 
-from engine.http.chat import ChatEvent
 from engine.http.errors import ApiError
+from engine.http.front import ChatEvent
 
 log = logging.getLogger(__name__)
 

@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 
 import conformance.properties as registry
 from conformance.catalogue import CATALOGUE
+from conformance.errors import TargetError
 from conformance.properties import Case, Check, Evidence, Property, properties, require
-from conformance.targets import Target, TargetError
+from conformance.targets import Target
 
 NOTHING = "python:tests.support.broken_targets:implements_nothing"  # offers no operation at all
 REFERENCE = "python:conformance.targets.reference:make_target"

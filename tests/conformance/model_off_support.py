@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from conformance.models.off import META, SEND, START
+from conformance.models.journal import META, SEND, START
 
 SERVICE = "/exa.language_server_pb.LanguageServerService/"
 

@@ -9,8 +9,9 @@ from typing import Any
 from hypothesis import strategies as st
 
 from conformance.catalogue import CATALOGUE
+from conformance.errors import PreconditionNotMet
 from conformance.properties import Case, CaseStrategy, Evidence, Property
-from conformance.targets import PreconditionNotMet, Target
+from conformance.targets import Target
 
 ToyCheck = Callable[["ToyTarget", Case, Evidence], None]
 

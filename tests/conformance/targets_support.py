@@ -19,11 +19,10 @@ from typing import Any
 
 import pytest
 
+from conformance.errors import TargetError
 from conformance.ls_handle import InProcessLs, LsHandle
-from conformance.targets._base import TargetError
-from conformance.targets._http import HttpOptions, HttpTarget
+from conformance.targets import HttpOptions, HttpTarget, LaunchedGateway
 from conformance.targets._http_store import DEFAULT_STORE_LIMITS
-from conformance.targets._launch import LaunchedGateway
 from fakels.server import FakeLSThread
 from tests.support import echo_gateway
 

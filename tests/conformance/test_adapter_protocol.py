@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.targets import TargetError, TargetHung, _exec, load_target
+from conformance.errors import TargetError, TargetHung
+from conformance.targets import _exec, load_target
 
 PRELUDE = """import json, sys, time
 def reply(obj):

@@ -1,4 +1,4 @@
-"""Case files (README "Case files", docs/adapters.md "Known failures, case files, replay"): one
+"""Case files (docs/cli.md "Case files", docs/adapters.md "Known failures, case files, replay"): one
 shrunk counterexample as plain UTF-8 JSON that replays against any target. The exact bytes written,
 what reading gives back, and the one line a user reads for each file that is refused."""
 

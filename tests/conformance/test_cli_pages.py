@@ -1,5 +1,5 @@
 """``cascade-conformance``'s pages in process: the help of every command (the options and their
-defaults are the command line's contract, README "cascade-conformance: the suite"), ``list`` (each
+defaults are the command line's contract, docs/cli.md "cascade-conformance"), ``list`` (each
 invariant's statement, what its property needs and which kinds of target can check it, wrapped at
 spaces), and ``operations`` (the adapter protocol, as text and as JSON Schemas)."""
 

@@ -17,9 +17,7 @@ import pytest
 from conformance.operations import HTTP_TARGET_OPERATIONS
 from conformance.properties import properties
 from conformance.runner import RunOptions, Status, run_property
-from conformance.targets import Target, load_target
-from conformance.targets._http import HttpOptions
-from conformance.targets._launch import LaunchSpec
+from conformance.targets import HttpOptions, LaunchSpec, Target, load_target
 
 _KEYS = ("proof-key-1", "proof-key-2")
 # Small store limits, so trimming examples stay small; declared to the kit with the same values.

@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 from conformance.cli import main
-from conformance.targets import HttpOptions, HttpTarget, LaunchedGateway, LaunchSpec, TargetError, TargetSpecError
+from conformance.errors import TargetError, TargetSpecError
+from conformance.targets import HttpOptions, HttpTarget, LaunchedGateway, LaunchSpec
 from conformance.targets import load_target as load_any_target
 from conformance.targets._launch import KIT_CSRF_TOKEN, free_port
 from fakels.demo import play_turn

@@ -1,4 +1,4 @@
-"""The known-failures file (README "Known failures", docs/adapters.md): JSON or YAML listing the
+"""The known-failures file (docs/cli.md "Known failures", docs/adapters.md): JSON or YAML listing the
 invariants expected to fail, each with a reason and optionally a pinned case relative to the file.
 What it accepts, what it refuses, and the one line a user reads for each refusal."""
 

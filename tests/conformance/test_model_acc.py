@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from conformance.models.acc import accepted_sends, delta, no_tokens, sends, served_tokens, usage_numbers
+from conformance.models.acc import no_tokens, usage_numbers
+from conformance.models.journal import accepted_sends, delta, sends, served_tokens
 from tests.conformance.model_accsowire_support import (
     META,
     STEPS,

@@ -10,10 +10,8 @@ from typing import Any
 import pytest
 
 from conformance import wire_bytes as wb
+from conformance.models.journal import META, SEND, START
 from conformance.models.off import (
-    META,
-    SEND,
-    START,
     UNMAPPED_TOOLS,
     _numbers,
     _numbers_by_name,
@@ -23,7 +21,7 @@ from conformance.models.off import (
     newest_round,
     step_id,
 )
-from engine.tool_steps import build_additional_steps
+from engine.cascade.tool_steps import build_additional_steps
 from fakels.decoder import message_to_dict
 from fakels.rpcs import RPCS
 from tests.conformance.model_off_support import step, tool_call

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from conformance.models.so import VIOLATION_CODE, StreamView, comparable_frames, conforms, error_code
+from conformance.models.so import VIOLATION_CODE, comparable_frames, conforms, error_code
+from conformance.models.stream import StreamView
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from conformance.errors import FeatureDeclined, InputRefused, PreconditionNotMet, TransientRefusal
 from conformance.refusals import DEFAULT_WAIT_S, excerpt_body, refusal, wait_hint
-from conformance.targets import FeatureDeclined, InputRefused, PreconditionNotMet, TransientRefusal
 
 COOLING = {"error": {"message": "account cooling down", "type": "rate_limit_error", "retry_after_ms": 18250}}
 

@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 from conformance.catalogue import CATALOGUE, SelectionError
+from conformance.errors import TargetError, TargetHung
 from conformance.properties import Case, Evidence, Property, require
 from conformance.runner import Failure, Result, RunOptions, Status, hypothesis_settings, replay_case, run, run_property
-from conformance.targets import Target, TargetError, TargetHung
+from conformance.targets import Target
 from tests.conformance.runner_support import ToyCheck, ToyTarget, numbers, passes, toy_property
 
 # --- checks the toy properties run --------------------------------------------------------------

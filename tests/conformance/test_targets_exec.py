@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from conformance.targets import ExecTarget, TargetError, TargetSpecError, _exec, load_target
+from conformance.errors import TargetError, TargetSpecError
+from conformance.targets import ExecTarget, _exec, load_target
 from conformance.targets._exec import (
     CALL_TIMEOUT_FLOOR_S,
     CALL_TIMEOUT_ROUND_TRIPS,

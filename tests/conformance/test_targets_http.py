@@ -14,17 +14,10 @@ from typing import Any
 
 import pytest
 
+from conformance.errors import PreconditionNotMet, TargetError, TargetSpecError
 from conformance.example_tags import TAG_RE
-from conformance.targets import (
-    HttpOptions,
-    HttpTarget,
-    PreconditionNotMet,
-    TargetError,
-    TargetSpecError,
-    _http,
-    load_target,
-)
-from conformance.targets._launch import LaunchedGateway, LaunchSpec, free_port
+from conformance.targets import HttpOptions, HttpTarget, LaunchedGateway, LaunchSpec, _http, load_target
+from conformance.targets._launch import free_port
 from tests.conformance import targets_support
 from tests.conformance.targets_support import canned_server, echo_server
 from tests.support import echo_gateway

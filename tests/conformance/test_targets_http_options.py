@@ -8,20 +8,18 @@ from typing import Any
 
 import pytest
 
-from conformance.targets import TargetSpecError
+from conformance.errors import TargetSpecError
+from conformance.targets import HttpOptions, LaunchSpec, http_options
 from conformance.targets._http import (
     DEFAULT_API_KEY,
     DEFAULT_MODEL,
     DEFAULT_REQUEST_TIMEOUT_S,
     PROBE_TIMEOUT_S,
-    HttpOptions,
     _body,
-    http_options,
     loopback_url,
     sse_events,
 )
 from conformance.targets._http_store import DEFAULT_STORE_LIMITS, MAX_BODY_BYTES, answer_text, parse_store_limits
-from conformance.targets._launch import LaunchSpec
 
 ROOT = "without a path, query or user (the kit calls /v1/... itself)"
 

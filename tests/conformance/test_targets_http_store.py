@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from conformance.targets import HttpOptions, HttpTarget, PreconditionNotMet, TargetError
+from conformance.errors import PreconditionNotMet, TargetError
+from conformance.targets import HttpOptions, HttpTarget
 from conformance.targets._http_store import DEFAULT_STORE_LIMITS, HttpStore
 from fakels.server import FakeLSThread
 from tests.conformance.targets_support import Canned, RecordingLs, canned_server, echo_server

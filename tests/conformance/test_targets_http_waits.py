@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from conformance.targets import HttpOptions, HttpTarget, TargetSpecError, _http, http_options
+from conformance.errors import TargetSpecError
+from conformance.targets import HttpOptions, HttpTarget, _http, http_options
 from tests.conformance.targets_support import _serving
 
 COMPLETION = {"id": "c1", "object": "chat.completion", "choices": [{"index": 0, "message": {"content": "ok"}}]}

@@ -11,12 +11,13 @@ from typing import Any
 
 import pytest
 
+from conformance.errors import InputRefused, PreconditionNotMet, TargetError
 from conformance.ls_handle import InProcessLs
-from conformance.targets import HttpOptions, InputRefused, PreconditionNotMet, TargetError, _http
+from conformance.targets import HttpOptions, _http
 from conformance.targets._http_store import HttpStore
+from engine.cascade.polling import PollSettings
 from engine.http.app import HttpSettings
 from engine.http.gateway import Gateway, GatewayConfig, ServedGateway
-from engine.polling import PollSettings
 from fakels.decoder import decode
 from fakels.rpcs import RPCS
 from fakels.server import FakeLSThread

@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from conformance.errors import TargetError, TargetSpecError
 from conformance.ls_handle import InProcessLs, StandinLs
-from conformance.targets import TargetError, TargetSpecError
+from conformance.targets import LaunchedGateway, LaunchSpec
 from conformance.targets._launch import (
     KIT_CSRF_TOKEN,
-    LaunchedGateway,
-    LaunchSpec,
     _group_alive,
     _running,
     _signal,

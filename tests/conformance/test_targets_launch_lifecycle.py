@@ -21,9 +21,10 @@ from pathlib import Path
 import grpc
 import pytest
 
+from conformance.errors import TargetError
 from conformance.ls_handle import InProcessLs
-from conformance.targets import TargetError, _launch
-from conformance.targets._launch import LaunchedGateway, LaunchSpec, _group_alive, free_port
+from conformance.targets import LaunchedGateway, LaunchSpec, _launch
+from conformance.targets._launch import _group_alive, free_port
 from fakels.proto.exa.language_server_pb import language_server_pb2 as ls_pb
 from fakels.proto.exa.language_server_pb import language_server_pb2_grpc as ls_grpc
 from fakels.standin import ports_file

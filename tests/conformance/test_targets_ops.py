@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from conformance.targets._store_ops import answer_items
 from conformance.targets.reference import ReferenceTarget, make_target
+from conformance.targets.reference.store_ops import answer_items
 from tests.support.imagegen import b64, solid
 
 HELLO = [{"role": "user", "content": "hi"}]

@@ -12,24 +12,9 @@ import jsonschema
 import pytest
 
 import conformance.targets as targets
-from conformance.targets import (
-    REFERENCE_TARGET,
-    PreconditionNotMet,
-    PythonTarget,
-    TargetError,
-    TargetSpecError,
-    _http,
-    _launch,
-    load_target,
-)
-from conformance.targets._base import (
-    DeclaredOperations,
-    check_capabilities,
-    check_params,
-    check_result,
-    excerpt,
-    observed,
-)
+from conformance.errors import PreconditionNotMet, TargetError, TargetSpecError, excerpt
+from conformance.targets import REFERENCE_TARGET, PythonTarget, _http, _launch, load_target
+from conformance.targets._base import DeclaredOperations, check_capabilities, check_params, check_result, observed
 from tests.conformance.targets_support import Decoder, DecoderWithCaps
 
 SUPPORT = "tests.conformance.targets_support"

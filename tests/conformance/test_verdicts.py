@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from conformance.errors import TargetSpecError
 from conformance.runner import Result, Status
-from conformance.targets import Target, TargetSpecError, load_target
+from conformance.targets import Target, load_target
 from tests.support.verdicts import run_on
 
 BROKEN = "python:tests.support.broken_targets"

@@ -9,7 +9,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
-from engine.cascade_client import (
+from engine.cascade.client import (
     CascadeClient,
     CascadeTurnRequest,
     CascadeTurnResult,
@@ -17,8 +17,8 @@ from engine.cascade_client import (
     RebuiltPrompt,
     ResumeState,
 )
-from engine.ls_requests import ModelRef
-from engine.polling import PollSettings
+from engine.cascade.polling import PollSettings
+from engine.cascade.requests import ModelRef
 from fakels.journal import JournalEntry
 from fakels.proto.exa.cortex_pb import cortex_pb2 as cortex
 from fakels.scenario import Chunk, Turn, Usage

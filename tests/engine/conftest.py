@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from engine import ls_spawn
-from engine.session_log import SessionLog
+from engine.cascade import spawn as ls_spawn
+from engine.sessions.log import SessionLog
 from fakels.server import FakeLSThread
 from tests.engine.cascade_support import CSRF, Harness
 from tests.engine.process_support import kill_group_left_running

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.usage import GeneratorUsage
+from engine.cascade.usage import GeneratorUsage
 
 
 def entry_usage(

@@ -20,14 +20,14 @@ from google.protobuf.message import Message
 from google.protobuf.unknown_fields import UnknownFieldSet
 from PIL import Image
 
-from engine.cascade_client import CascadeClient, LsEndpoint
+from engine.cascade.client import CascadeClient, LsEndpoint
+from engine.cascade.polling import PollSettings
 from engine.conversation import ConversationEngine, TurnOptions
-from engine.extract import Fetcher
-from engine.fingerprint import FingerprintOptions, fingerprint_after
-from engine.images import ImageSettings
-from engine.metrics import ImageHistoryMetrics
-from engine.polling import PollSettings
-from engine.pool import ConversationPool
+from engine.media.gate import ImageSettings
+from engine.prompt.extract import Fetcher
+from engine.prompt.metrics import ImageHistoryMetrics
+from engine.reuse.fingerprint import FingerprintOptions, fingerprint_after
+from engine.reuse.pool import ConversationPool
 from fakels.clock import ManualClock
 from fakels.proto.exa.codeium_common_pb import codeium_common_pb2 as common
 from fakels.proto.exa.cortex_pb import cortex_pb2 as cortex

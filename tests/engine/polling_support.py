@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.polling import PollOutcome, PollSettings, poll_turn
+from engine.cascade.polling import PollOutcome, PollSettings, poll_turn
 from fakels.proto.exa.cortex_pb import cortex_pb2 as cortex
 
 IDLE, RUNNING = 1, 2

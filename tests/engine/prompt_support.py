@@ -15,10 +15,10 @@ import pytest
 from PIL import Image
 
 from engine.config import HistoryImageLimits
-from engine.extract import IMAGE_PLACEHOLDER
-from engine.images import ImageData, ImageSettings
-from engine.metrics import ImageHistoryMetrics
-from engine.prompt import Message, PromptBuild, build_cascade_prompt
+from engine.media.gate import ImageData, ImageSettings
+from engine.prompt.build import Message, PromptBuild, build_cascade_prompt
+from engine.prompt.extract import IMAGE_PLACEHOLDER
+from engine.prompt.metrics import ImageHistoryMetrics
 
 LOGGER = "engine.cascade"
 CLAUDE = "claude-sonnet-4-6"

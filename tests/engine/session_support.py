@@ -13,8 +13,8 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-from engine.session_items import History, ImageAttachment, Item, Message, ToolCall, ToolResult
-from engine.session_views import SUMMARY_CAP, VIEW_MAX_ITEMS, exploration_view, view_bytes
+from engine.sessions.items import History, ImageAttachment, Item, Message, ToolCall, ToolResult
+from engine.sessions.views import SUMMARY_CAP, VIEW_MAX_ITEMS, exploration_view, view_bytes
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

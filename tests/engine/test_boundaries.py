@@ -14,27 +14,27 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from engine import pdf_text
-from engine.cascade_client import MAX_REJECTION_RETRIES
-from engine.errors import CascadeStallError, ResumeRejectedError
-from engine.extract import BINARY_PLACEHOLDER, safe_block_to_string
-from engine.fingerprint import META_STRIP_MAX_CHARS, strip_meta_tags
-from engine.images import IMAGE_MAX_LONG_SIDE, ImageData, ImageSettings, ShrinkOutcome, shrink_image
+from engine.cascade.client import MAX_REJECTION_RETRIES
+from engine.cascade.errors import CascadeStallError, ResumeRejectedError
+from engine.cascade.polling import PollSettings
+from engine.cascade.spawn import OUTPUT_TAIL_LINES, _failure_message
+from engine.cascade.trajectory import ERROR_TEXT_LIMIT, read_step
+from engine.chat.ledger import LATENCY_WINDOW, Ledger
+from engine.chat.tool_markup import ToolSpecError, validate_tools
 from engine.js import js_stringify, utf16_len
-from engine.ledger import LATENCY_WINDOW, Ledger
-from engine.ls_spawn import OUTPUT_TAIL_LINES, _failure_message
+from engine.media import pdf_text
+from engine.media.gate import IMAGE_MAX_LONG_SIDE, ImageData, ImageSettings, ShrinkOutcome, shrink_image
+from engine.media.pdf_text import PDF_LIMIT_TEXT, PDF_MAX_PAGES, PdfText, extract_pdf_text
 from engine.model_catalogue import ModelCatalogue
-from engine.pdf_text import PDF_LIMIT_TEXT, PDF_MAX_PAGES, PdfText, extract_pdf_text
-from engine.polling import PollSettings
-from engine.pool import DEFAULT_MAX_ENTRIES, DEFAULT_TTL_S, ONE_HOUR_CACHE_TTL_HINT_S, ConversationPool, PoolEntry
-from engine.prompt import Message as PromptMessage
-from engine.response_store import ENTRY_BYTES_FLOOR, TENANT_BYTES_FLOOR, StoreLimits
-from engine.session_items import History, Item, Message, ToolCall
-from engine.session_pruning import PruneConfig, decide_prune, prune_savings
-from engine.session_views import SUMMARY_CAP, VIEW_MAX_BYTES, VIEW_MAX_ITEMS, cap_text, exploration_view, view_bytes
-from engine.store_trim import MAX_PASSES, approx_bytes, cap_entry_bytes, dropped_turns_notice, trim_content_to_fit
-from engine.tool_markup import ToolSpecError, validate_tools
-from engine.trajectory import ERROR_TEXT_LIMIT, read_step
+from engine.prompt.build import Message as PromptMessage
+from engine.prompt.extract import BINARY_PLACEHOLDER, safe_block_to_string
+from engine.reuse.fingerprint import META_STRIP_MAX_CHARS, strip_meta_tags
+from engine.reuse.pool import DEFAULT_MAX_ENTRIES, DEFAULT_TTL_S, ONE_HOUR_CACHE_TTL_HINT_S, ConversationPool, PoolEntry
+from engine.sessions.items import History, Item, Message, ToolCall
+from engine.sessions.pruning import PruneConfig, decide_prune, prune_savings
+from engine.sessions.views import SUMMARY_CAP, VIEW_MAX_BYTES, VIEW_MAX_ITEMS, cap_text, exploration_view, view_bytes
+from engine.store import ENTRY_BYTES_FLOOR, TENANT_BYTES_FLOOR, StoreLimits
+from engine.store.trim import MAX_PASSES, approx_bytes, cap_entry_bytes, dropped_turns_notice, trim_content_to_fit
 from fakels.clock import ManualClock
 from fakels.scenario import Fault, Scenario, Turn
 from fakels.server import FakeLSThread

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from PIL import Image, ImageFile
 
-from engine.cascade_client import CascadeClient, LsEndpoint
+from engine.cascade.client import CascadeClient, LsEndpoint
+from engine.cascade.polling import PollSettings
 from engine.conversation import ConversationEngine, TurnOptions
-from engine.polling import PollSettings
-from engine.pool import ConversationPool
+from engine.reuse.pool import ConversationPool
 from fakels.scenario import Chunk, Scenario, Turn, Usage
 from fakels.server import FakeLSThread
 

@@ -14,12 +14,12 @@ from dataclasses import replace
 
 import pytest
 
-from engine.errors import CascadeStallError
-from engine.images import ENV_MAX_LONG_SIDE, ImageSettings
-from engine.messages import Message, split_roles
-from engine.polling import CascadeDelta, PollSettings
-from engine.pool import ConversationPool
-from engine.url_fetch import FetchPolicy, fetch_image_url
+from engine.cascade.errors import CascadeStallError
+from engine.cascade.polling import CascadeDelta, PollSettings
+from engine.media.fetch import FetchPolicy, fetch_image_url
+from engine.media.gate import ENV_MAX_LONG_SIDE, ImageSettings
+from engine.prompt.messages import Message, split_roles
+from engine.reuse.pool import ConversationPool
 from fakels.proto.exa.language_server_pb import language_server_pb2 as ls
 from fakels.scenario import Chunk, Scenario, Turn, Usage
 from tests.engine.ls_requests_exact_support import (

@@ -16,8 +16,8 @@ import pytest
 from engine.cli import _options, _parser, main
 from engine.http.app import DEFAULT_HEARTBEAT_S, DEFAULT_MAX_BODY_BYTES, HttpSettings, caller_id_for_key
 from engine.http.serve import ServeOptions
-from engine.response_store import StoreLimits
-from engine.session_log import default_log_path
+from engine.sessions.log import default_log_path
+from engine.store import StoreLimits
 
 DIAL = ["serve", "--port", "0", "--ls-address", "127.0.0.1:1"]
 HELD = "<held port>"  # replaced by a port held on loopback: a wrongly accepted line fails fast, never serves

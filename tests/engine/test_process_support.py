@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import ls_spawn
+from engine.cascade import spawn as ls_spawn
 from tests.engine.process_support import gone, kill_group_left_running, sh_script
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups and shebang scripts")

@@ -1,4 +1,4 @@
-"""``python -m mutations.mutmut_score --save-checkpoint`` / ``--resume-from``: a run whose ``mutants/`` will
+"""``python -m mutations.explore --save-checkpoint`` / ``--resume-from``: a run whose ``mutants/`` will
 not outlive the machine goes on, from one file of verdicts, on another checkout of the same tree; through
 the real script with the stand-in ``mutmut`` (tests/support/mutmut_standin.py)."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from mutations._mutmut_resume import RUN_RECORD
-from mutations.mutmut_score import EXIT_NO_SCORE, EXIT_OK
+from mutations.explore.resume import RUN_RECORD
+from mutations.explore.score import EXIT_NO_SCORE, EXIT_OK
 from tests.support.standin_runs import cut_off_run, make_tree, results, runs, score
 
 CHECKPOINT = "mutations/checkpoints/full.mutmut-checkpoint.gz"

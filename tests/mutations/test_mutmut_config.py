@@ -1,5 +1,5 @@
 """Static checks of the mutmut setup (no mutmut run): the [tool.mutmut] config, the committed
-accepted-survivor list, and the score arithmetic of mutations/mutmut_score.py."""
+accepted-survivor list, and the score arithmetic of mutations/explore/score.py."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mutations._mutmut_accepted import (
+from mutations.explore.accepted import (
     ACCEPTED_PATH,
     Accepted,
     Survivor,
@@ -19,7 +19,7 @@ from mutations._mutmut_accepted import (
     parse_accepted,
     triage,
 )
-from mutations._mutmut_results import (
+from mutations.explore.results import (
     Counts,
     NoScore,
     counts_from_cicd,

@@ -1,4 +1,4 @@
-"""``python -m mutations.mutmut_score`` and the ``mutmut run`` process: whatever mutmut leaves behind (its
+"""``python -m mutations.explore`` and the ``mutmut run`` process: whatever mutmut leaves behind (its
 fork server, when it stops early) is ended, and Ctrl-C reaches mutmut; with the stand-in ``mutmut``."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mutations.mutmut_score import EXIT_NO_SCORE, EXIT_OK, INTERRUPT_GRACE_S
+from mutations.explore.score import EXIT_NO_SCORE, EXIT_OK, INTERRUPT_GRACE_S
 from tests.support.standin_runs import make_tree, score
 
 

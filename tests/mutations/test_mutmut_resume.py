@@ -1,4 +1,4 @@
-"""``python -m mutations.mutmut_score --resume``: a run cut off (the machine went down) goes on where
+"""``python -m mutations.explore --resume``: a run cut off (the machine went down) goes on where
 it stopped, on the same tree and scopes only, through the real script with a stand-in ``mutmut``
 (tests/support/mutmut_standin.py) that keeps mutmut's on-disk results and incremental contract."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from mutations._mutmut_resume import RUN_RECORD, function_globs, hashed_files
-from mutations.mutmut_score import EXIT_NO_SCORE, EXIT_OK, EXIT_UNACCEPTED
+from mutations.explore.resume import RUN_RECORD, function_globs, hashed_files
+from mutations.explore.score import EXIT_NO_SCORE, EXIT_OK, EXIT_UNACCEPTED
 from tests.support.standin_runs import SURVIVOR, cut_off_run, make_tree, plan, results, runs, score
 
 
@@ -61,7 +61,7 @@ def test_without_mutants_dir_resume_starts_a_fresh_run(root: Path) -> None:
 
 @pytest.mark.parametrize(
     "edit",
-    ["tests/test_decoder.py", "fakels/decoder.py", "pyproject.toml", "mutations/mutmut-scopes.json", "tests/new.py"],
+    ["tests/test_decoder.py", "fakels/decoder.py", "pyproject.toml", "mutations/explore/scopes.json", "tests/new.py"],
 )
 def test_a_changed_tree_is_not_resumed(root: Path, edit: str, capsys: pytest.CaptureFixture[str]) -> None:
     cut_off_run(root, after=2)
@@ -85,7 +85,7 @@ def test_the_accepted_list_may_change_between_pieces(root: Path) -> None:
             "reason": "the stand-in's survivor, accepted to show the list is read at report time",
         }
     ]
-    (root / "mutations/mutmut-accepted-survivors.json").write_text(json.dumps(accepted), encoding="utf-8")
+    (root / "mutations/explore/accepted-survivors.json").write_text(json.dumps(accepted), encoding="utf-8")
     assert score(root, "--resume") == EXIT_OK
 
 
@@ -179,7 +179,7 @@ def test_the_hash_covers_what_mutmut_copies_and_skips_caches_and_the_accepted_li
     assert list(hashed_files(root, {"source_paths": ["fakels", "engine"], "also_copy": ["mutations/"]})) == [
         "engine/usage.py",
         "fakels/decoder.py",
-        "mutations/mutmut-scopes.json",
+        "mutations/explore/scopes.json",
         "pyproject.toml",
         "tests/test_decoder.py",
     ]

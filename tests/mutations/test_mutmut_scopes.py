@@ -1,4 +1,4 @@
-"""Scopes of the exploratory mutmut run (mutations/mutmut-scopes.json): the committed file, its
+"""Scopes of the exploratory mutmut run (mutations/explore/scopes.json): the committed file, its
 validation, the choice of scopes, and each scope's score against its floor, exact at the floor."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from mutations._mutmut_results import NoScore
-from mutations._mutmut_scopes import SCOPES_PATH, Scope, choose, load_scopes, parse_scopes, statuses_of
-from mutations.mutmut_score import EXIT_NO_SCORE, EXIT_OK, main, print_scopes, scope_rows
+from mutations.explore.results import NoScore
+from mutations.explore.scopes import SCOPES_PATH, Scope, choose, load_scopes, parse_scopes, statuses_of
+from mutations.explore.score import EXIT_NO_SCORE, EXIT_OK, main, print_scopes, scope_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 VALID = {"name": "core", "about": "the core", "min_score": 95.0, "mutants": ["fakels.decoder.*"]}

@@ -6,8 +6,8 @@ import base64
 from typing import Any, Literal
 
 from conformance.targets.reference import ReferenceTarget
-from engine.session_engine import Session
-from engine.session_items import History, ToolResult
+from engine.sessions.items import History, ToolResult
+from engine.sessions.session import Session
 
 
 class ClearsAfterBuild(ReferenceTarget):

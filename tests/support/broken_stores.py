@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from conformance.strategies.store import TIGHT_BELOW
-from conformance.targets._store_ops import answer_items
 from conformance.targets.reference import ReferenceTarget
+from conformance.targets.reference.store_ops import answer_items
 
 _MARKER = "\n\n[... truncated by the response store to stay within RESPONSE_STORE_MAX_BYTES ...]"
 

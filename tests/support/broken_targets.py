@@ -10,11 +10,11 @@ from dataclasses import replace
 from typing import Any
 
 from conformance.targets.reference import ReferenceTarget
-from engine.http.chat import Caller, Sink
+from engine.chat.cache import ResponseCache
 from engine.http.chat_request import ChatRequest
+from engine.http.front import Caller, Sink
 from engine.http.gateway import Gateway
-from engine.pool import ConversationPool, PoolEntry
-from engine.response_cache import ResponseCache
+from engine.reuse.pool import ConversationPool, PoolEntry
 
 
 class DropsUnknownFields(ReferenceTarget):

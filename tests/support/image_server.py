@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-from engine.images import MAX_SIZE
+from engine.media.gate import MAX_SIZE
 from tests.support.imagegen import solid
 
 

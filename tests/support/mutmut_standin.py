@@ -1,4 +1,4 @@
-"""A stand-in for the ``mutmut`` command, for tests of ``python -m mutations.mutmut_score``.
+"""A stand-in for the ``mutmut`` command, for tests of ``python -m mutations.explore``.
 
 It keeps the parts of mutmut 3.8.1's contract the script relies on, on disk as mutmut keeps them:
 ``run`` writes each mutant's exit code to ``mutants/<module path>.meta`` as soon as it has one; without

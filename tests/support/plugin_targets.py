@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conformance.targets import TargetError
+from conformance.errors import TargetError
 from tests.support.broken_targets import ForgetsFields
 
 CLOSED: list[str] = []  # one entry per target the plugin closed

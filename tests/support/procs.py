@@ -6,7 +6,7 @@ import socket
 import subprocess
 import time
 
-from engine.ls_spawn import answers_h2c
+from engine.cascade.spawn import answers_h2c
 
 
 def free_port() -> int:

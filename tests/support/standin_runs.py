@@ -1,4 +1,4 @@
-"""A tiny repository and its runs of ``python -m mutations.mutmut_score`` against the stand-in ``mutmut``
+"""A tiny repository and its runs of ``python -m mutations.explore`` against the stand-in ``mutmut``
 (tests/support/mutmut_standin.py): two scopes, seven mutants, and a plan of each mutant's outcome."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-import mutations.mutmut_score as mutmut_score
-from mutations.mutmut_score import EXIT_NO_SCORE, main
+import mutations.explore.score as mutmut_score
+from mutations.explore.score import EXIT_NO_SCORE, main
 from tests.support import mutmut_standin
 
 DECODER = {f"fakels.decoder.x_decode__mutmut_{n}": 1 for n in range(1, 4)} | {
@@ -37,8 +37,8 @@ def make_tree(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "fakels/decoder.py": "def decode(): return 1\n",
         "engine/usage.py": "def offset(): return 2\n",
         "tests/test_decoder.py": "def test_decode(): pass\n",
-        "mutations/mutmut-scopes.json": json.dumps(SCOPES),
-        "mutations/mutmut-accepted-survivors.json": "[]",
+        "mutations/explore/scopes.json": json.dumps(SCOPES),
+        "mutations/explore/accepted-survivors.json": "[]",
     }.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_text(text, encoding="utf-8")

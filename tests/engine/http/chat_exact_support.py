@@ -12,10 +12,10 @@ import httpx2
 import pytest
 from starlette.testclient import TestClient
 
+from engine.cascade.polling import PollSettings
 from engine.http.app import HttpSettings
 from engine.http.gateway import Gateway, GatewayConfig
-from engine.polling import PollSettings
-from engine.response_store import StoreLimits
+from engine.store import StoreLimits
 from fakels.journal import JournalEntry
 from fakels.scenario import parse_scenario
 from fakels.server import FakeLSThread

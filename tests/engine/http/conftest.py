@@ -12,10 +12,10 @@ from typing import Any
 import openai
 import pytest
 
+from engine.cascade.polling import PollSettings
 from engine.http.app import HttpSettings
 from engine.http.gateway import Gateway, GatewayConfig, ServedGateway
-from engine.polling import PollSettings
-from engine.response_store import StoreLimits
+from engine.store import StoreLimits
 from fakels.scenario import parse_scenario
 from fakels.server import FakeLSThread
 

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 
 from engine.http.gateway import ServedGateway
-from engine.session_items import ImageAttachment
+from engine.sessions.items import ImageAttachment
 from fakels.journal import JournalEntry
 from tests.engine.http.conftest import KEY_A
 from tests.engine.prompt_support import png_b64

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from engine.http.chat import Caller, ChatEvent, ChatService
+from engine.chat.cache import CachedAnswer
+from engine.http.chat import ChatService
 from engine.http.chat_request import parse_chat_request
+from engine.http.front import Caller, ChatEvent
 from engine.http.gateway import Gateway
-from engine.response_cache import CachedAnswer
 from fakels.journal import JournalEntry
 from fakels.server import FakeLSThread
 from tests.engine.http import chat_exact_support
@@ -326,7 +327,7 @@ def test_the_tool_preamble_carries_the_requested_tool_choice(
 
 
 def test_in_native_mode_a_conversation_resumes_whatever_tools_are_offered(fake: FakeLSThread) -> None:
-    """Tools are only fingerprinted when they are emulated by a preamble (engine.fingerprint)."""
+    """Tools are only fingerprinted when they are emulated by a preamble (engine.reuse.fingerprint)."""
     fake.journal.clear()
     play(fake, {"chunks": [{"text": "one"}]}, {"chunks": [{"text": "two"}]})
     first = user("native resume")

@@ -22,14 +22,14 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
-from engine.cascade_client import LsEndpoint
+from engine.cascade.client import LsEndpoint
+from engine.cascade.polling import PollSettings
+from engine.cascade.requests import ClientIdentity
 from engine.http import serve
 from engine.http.app import HttpSettings
 from engine.http.gateway import DEFAULT_ACCOUNT, DEFAULT_UPSTREAM_KEY, Gateway, GatewayConfig, ServedGateway
 from engine.http.serve import Interrupted, ServeOptions, run_serve
-from engine.ls_requests import ClientIdentity
-from engine.polling import PollSettings
-from engine.response_store import ResponseStore, StoreLimits
+from engine.store import ResponseStore, StoreLimits
 from fakels.server import FakeLSThread
 from fakels.standin import write_standin
 from tests.engine.http.chat_exact_support import CSRF, KEY_A, MODEL, chat, play, sends, user

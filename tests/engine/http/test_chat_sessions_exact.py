@@ -9,12 +9,13 @@ from typing import Any
 
 from starlette.testclient import TestClient
 
-from engine.http.chat import Caller, ChatEvent, ChatService
+from engine.http.chat import ChatService
 from engine.http.chat_request import parse_chat_request
+from engine.http.front import Caller, ChatEvent
 from engine.http.gateway import Gateway
 from engine.http.sessions import Sessions, session_key
-from engine.session_items import ToolCall, ToolResult
-from engine.session_log import SessionLog
+from engine.sessions.items import ToolCall, ToolResult
+from engine.sessions.log import SessionLog
 from fakels.server import FakeLSThread
 from tests.engine.http import chat_exact_support
 from tests.engine.http.chat_exact_support import (

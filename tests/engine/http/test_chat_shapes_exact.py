@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from engine.cascade.usage import GeneratorUsage
+from engine.chat.tool_markup import ParsedToolCall
 from engine.http.errors import ApiError, bad_request, error_body, upstream_error
 from engine.http.shapes import (
     DONE,
@@ -20,8 +22,6 @@ from engine.http.shapes import (
     sse,
 )
 from engine.http.tool_history import lower_tool_turns
-from engine.tool_markup import ParsedToolCall
-from engine.usage import GeneratorUsage
 
 CALL = ParsedToolCall(id="call_1", name="lookup", arguments='{"q":"é"}')
 CALL_OBJECT = {"id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": '{"q":"é"}'}}

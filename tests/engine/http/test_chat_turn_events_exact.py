@@ -11,7 +11,7 @@ from collections.abc import Callable
 import anyio
 import pytest
 
-from engine.http.chat import ChatEvent
+from engine.http.front import ChatEvent
 from engine.http.turn_events import CRASH_MESSAGE, Emit, collect_events, turn_events
 
 CRASH_BODY = {"error": {"message": CRASH_MESSAGE, "type": "api_error", "param": None, "code": "internal_error"}}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.session_lowering import OMITTED_NOTE
+from engine.sessions.lowering import OMITTED_NOTE
 from fakels.server import FakeLSThread
 from tests.engine.http.chat_exact_support import CSRF, chat, play, sends, sent_text
 from tests.engine.http.responses_exact_support import gateway_client

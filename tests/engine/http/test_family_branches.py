@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from engine.model_catalogue import ModelCatalogue, ModelInfo
-from engine.session_lowering import OMITTED_NOTE
+from engine.sessions.lowering import OMITTED_NOTE
 from fakels.server import FakeLSThread
 from tests.engine.http.conftest import KEY_A, MODEL, play, sends, serve
 from tests.engine.http.session_support import IMAGE_CONTENT, PNG_BYTES, TOOLS, chat, field6, post, text

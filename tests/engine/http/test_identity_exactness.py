@@ -20,9 +20,9 @@ from typing import Any
 import httpx
 import pytest
 
+from engine.cascade.polling import PollSettings
 from engine.http.app import HttpSettings
 from engine.http.gateway import Gateway, GatewayConfig, ServedGateway
-from engine.polling import PollSettings
 from fakels.server import FakeLSThread
 from tests.engine.http.conftest import MODEL
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+from engine.chat.cache import ResponseCache
+from engine.chat.ledger import Ledger
 from engine.http.metrics_view import MetricsView, _is_number, _mapping, _snake
-from engine.ledger import Ledger
-from engine.metrics import DropCounts, ImageHistoryMetrics
 from engine.model_catalogue import ModelCatalogue
-from engine.pool import ConversationPool
-from engine.response_cache import ResponseCache
-from engine.response_store import ResponseStore, StoreLimits
+from engine.prompt.metrics import DropCounts, ImageHistoryMetrics
+from engine.reuse.pool import ConversationPool
+from engine.store import ResponseStore, StoreLimits
 from tests.engine.ledger_support import entry_usage
 
 MODEL = "claude-sonnet-4-6"

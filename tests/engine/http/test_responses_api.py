@@ -12,7 +12,7 @@ import openai
 import pytest
 
 from engine.http.gateway import ServedGateway
-from engine.response_store import StoreLimits
+from engine.store import StoreLimits
 from fakels.server import FakeLSThread
 from tests.engine.http.conftest import KEY_A, KEY_B, MODEL, play, sends, serve, serve_without_keys
 

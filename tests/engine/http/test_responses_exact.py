@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from engine.response_store import StoreLimits
+from engine.store import StoreLimits
 from fakels.server import FakeLSThread
 from tests.engine.http.chat_exact_support import CSRF, play, sends, sent_text
 from tests.engine.http.responses_exact_support import (

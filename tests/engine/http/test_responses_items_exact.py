@@ -10,7 +10,7 @@ import pytest
 
 from engine.http.errors import ApiError
 from engine.http.responses_items import lower_items, merge_chained, new_id, normalize_input, stored_output
-from engine.store_trim import dropped_turns_notice
+from engine.store.trim import dropped_turns_notice
 
 PNG_URL = "data:image/png;base64,AAAA"
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from engine.http.chat import ChatEvent
+from engine.chat.tool_markup import ParsedToolCall
+from engine.http.front import ChatEvent
 from engine.http.responses_shapes import EventWriter, OutputBuilder, response_object, responses_usage
-from engine.tool_markup import ParsedToolCall
 from tests.engine.http.responses_exact_support import response_defaults
 
 CALL = ParsedToolCall("call_1", "lookup", '{"q":"x"}')

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from engine.response_store import StoreLimits, open_store
+from engine.store import StoreLimits, open_store
 from fakels.server import FakeLSThread
 from tests.engine.http.conftest import CSRF, KEY_A, MODEL, start_serve
 

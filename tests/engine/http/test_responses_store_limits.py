@@ -18,8 +18,8 @@ import pytest
 
 from engine.cli import main as cli_main
 from engine.http.gateway import ServedGateway
-from engine.response_store import StoreLimits
-from engine.store_trim import ARGUMENTS_TRUNCATION_JSON, NOTICE_PATTERN
+from engine.store import StoreLimits
+from engine.store.trim import ARGUMENTS_TRUNCATION_JSON, NOTICE_PATTERN
 from fakels.server import FakeLSThread
 from tests.engine.http.conftest import CSRF, KEY_A, MODEL, play, sends, serve, start_serve
 

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from engine.extract import IMAGE_PLACEHOLDER
 from engine.http.session_bridge import cascade_messages, decode_image_data_url, session_items, tool_result
 from engine.http.tool_history import lower_tool_turns
-from engine.session_items import ImageAttachment, Message, ToolCall, ToolResult
-from engine.session_lowering import OMITTED_NOTE
+from engine.prompt.extract import IMAGE_PLACEHOLDER
+from engine.sessions.items import ImageAttachment, Message, ToolCall, ToolResult
+from engine.sessions.lowering import OMITTED_NOTE
 from tests.engine.prompt_support import png_b64
 
 PNG = png_b64(41, side=6)

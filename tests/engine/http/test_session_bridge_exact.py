@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from engine.extract import IMAGE_PLACEHOLDER
 from engine.http.session_bridge import cascade_messages, decode_image_data_url, session_items, tool_result, tool_results
-from engine.session_items import ImageAttachment, Message, ToolCall, ToolResult
+from engine.prompt.extract import IMAGE_PLACEHOLDER
+from engine.sessions.items import ImageAttachment, Message, ToolCall, ToolResult
 
 
 def test_system_and_developer_messages_are_system_items_and_unknown_roles_are_left_out() -> None:

@@ -17,12 +17,12 @@ import pytest
 
 import engine.cli
 from engine.cli import main as cli_main
-from engine.extract import IMAGE_PLACEHOLDER
 from engine.http.gateway import ServedGateway
 from engine.http.serve import ServeOptions
 from engine.http.sessions import Sessions, session_key
-from engine.session_items import Item, ToolCall, ToolResult
-from engine.session_log import SessionLog, default_log_path
+from engine.prompt.extract import IMAGE_PLACEHOLDER
+from engine.sessions.items import Item, ToolCall, ToolResult
+from engine.sessions.log import SessionLog, default_log_path
 from fakels.server import FakeLSThread
 from tests.engine.http.conftest import CSRF, KEY_A, KEY_B, MODEL, play, sends, serve, start_serve
 from tests.engine.http.session_support import (

@@ -20,8 +20,8 @@ from engine.http.sessions import (
     session_error,
     session_key,
 )
-from engine.session_items import Item, Message, ToolCall, ToolResult
-from engine.session_log import SessionLog
+from engine.sessions.items import Item, Message, ToolCall, ToolResult
+from engine.sessions.log import SessionLog
 from fakels.server import FakeLSThread
 from tests.engine.http.chat_exact_support import CSRF
 from tests.engine.http.responses_exact_support import KEY_B, gateway_client, headers

@@ -1,0 +1,62 @@
+"""The gateway operations on the reference target: the engine's real HTTP front, served in-process.
+
+``gateway.start`` serves a fresh :class:`engine.http.gateway.Gateway` with uvicorn on a loopback port;
+``gateway.chat`` and ``gateway.ledger`` then go through the same HTTP client as a black-box target
+(:class:`conformance.targets.HttpTarget`), so the reference is judged over real HTTP.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.targets import HttpOptions, HttpTarget
+from engine.cascade import ClientIdentity, PollSettings
+from engine.http import Gateway, GatewayConfig, HttpSettings, ServedGateway
+
+_KEYS = {"conformance-key-alpha": "caller-alpha", "conformance-key-beta": "caller-beta"}
+_MODEL = "claude-sonnet-4-6"
+_FAST_POLL_S = 0.002
+_IDENTITY = ClientIdentity(os="linux", hardware="x86_64", extension_version="2.0.67", request_id=lambda: 1)
+
+
+class GatewayOperations:
+    _served_gateway: ServedGateway | None = None
+    _gateway_client: HttpTarget | None = None
+
+    def _new_gateway(self, ls_address: str, csrf_token: str) -> Gateway:
+        """The gateway one ``gateway.start`` serves (a hook for deliberately broken variants)."""
+        config = GatewayConfig(
+            ls_address=ls_address,
+            csrf_token=csrf_token,
+            http=HttpSettings(api_keys=_KEYS),
+            poll=PollSettings(poll_interval_s=_FAST_POLL_S),
+            identity=_IDENTITY,
+        )
+        return Gateway(config)
+
+    def gateway_start(self, ls_address: str, csrf_token: str) -> dict[str, Any]:
+        self.gateway_stop()
+        self._served_gateway = ServedGateway(self._new_gateway(ls_address, csrf_token)).start()
+        options = HttpOptions(api_keys=tuple(_KEYS), model=_MODEL, ledger_path="/v1/ledger")
+        self._gateway_client = HttpTarget(self._served_gateway.url, options)
+        return {"api_keys": list(_KEYS), "model": _MODEL}
+
+    def gateway_chat(self, request: dict[str, Any], api_key: str) -> dict[str, Any]:
+        return self._http().call("gateway.chat", request=request, api_key=api_key)
+
+    def gateway_ledger(self) -> dict[str, Any]:
+        return self._http().call("gateway.ledger")
+
+    def gateway_stop(self) -> dict[str, Any]:
+        if self._gateway_client is not None:
+            self._gateway_client.close()
+            self._gateway_client = None
+        if self._served_gateway is not None:
+            self._served_gateway.stop()
+            self._served_gateway = None
+        return {}
+
+    def _http(self) -> HttpTarget:
+        if self._gateway_client is None:
+            raise RuntimeError("no gateway is being served: call gateway.start first")
+        return self._gateway_client

@@ -1,0 +1,81 @@
+"""The session operations on the reference target: :class:`engine.sessions.session.Session` over a real
+SQLite session log in a temporary folder, so ``session.restore`` is a restart from the file."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any, Literal
+
+from engine.sessions import (
+    Capabilities,
+    History,
+    PruneConfig,
+    Session,
+    SessionLog,
+    compaction_input,
+    exploration_view,
+    item_from_json,
+)
+
+_SESSION_ID = "conformance-session"
+
+
+class SessionOperations:
+    _session: Session | None = None
+    _session_log: SessionLog | None = None
+    _session_dir: tempfile.TemporaryDirectory[str] | None = None
+    _capabilities: Capabilities | None = None
+
+    def session_open(self, vision: bool) -> dict[str, Any]:
+        self.session_close()
+        self._session_dir = tempfile.TemporaryDirectory(prefix="cascade-session-")
+        self._capabilities = Capabilities(vision=vision)
+        self._session_log = SessionLog(self._log_path())
+        self._session = Session(_SESSION_ID, History(), log=self._session_log, capabilities=self._capabilities)
+        return {}
+
+    def session_commit(self, items: list[dict[str, Any]]) -> dict[str, Any]:
+        self._open_session().history.commit(*(item_from_json(item) for item in items))
+        return {}
+
+    def session_build(self, upstream: Literal["responses", "chat"], prune: dict[str, int] | None) -> dict[str, Any]:
+        config = PruneConfig(**prune) if prune is not None else None
+        return {"request": self._open_session().build(upstream, config)}
+
+    def session_restore(self) -> dict[str, Any]:
+        self._open_session()
+        assert self._session_log is not None
+        assert self._capabilities is not None
+        self._session_log.close()
+        self._session_log = SessionLog(self._log_path())
+        self._session = Session.restore(_SESSION_ID, self._session_log, self._capabilities)
+        return {}
+
+    def session_compact(self, summary: str, retain_from: int) -> dict[str, Any]:
+        self._open_session().history.compact(summary, retain_from)
+        return {}
+
+    def session_views(self) -> dict[str, Any]:
+        history = self._open_session().history
+        view = json.dumps(exploration_view(history), ensure_ascii=False, indent=1)
+        return {"exploration": view, "compaction_input": compaction_input(history)}
+
+    def session_close(self) -> None:
+        if self._session_log is not None:
+            self._session_log.close()
+            self._session_log = None
+        if self._session_dir is not None:
+            self._session_dir.cleanup()
+            self._session_dir = None
+        self._session = None
+
+    def _log_path(self) -> Path:
+        assert self._session_dir is not None
+        return Path(self._session_dir.name) / "sessions.db"
+
+    def _open_session(self) -> Session:
+        if self._session is None:
+            raise RuntimeError("no session is open: call session.open first")
+        return self._session
