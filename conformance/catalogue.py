@@ -11,6 +11,7 @@ test from its invariant.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -315,6 +316,9 @@ def resolve(name: str) -> list[str]:
         return [wanted]
     if wanted in FAMILIES:
         return [inv_id for inv_id, inv in CATALOGUE.items() if inv.family == wanted]
+    near = _near_miss(wanted)
+    if near is not None:
+        raise SelectionError(f"{name.strip()!r} is neither an invariant ID nor a family ({near})")
     hint = ""
     family = wanted.rpartition("-")[0]
     if family in FAMILIES:
@@ -322,6 +326,21 @@ def resolve(name: str) -> list[str]:
         hint = f"{family} has {ids[0]}..{ids[-1]}; "
     families = ", ".join(FAMILIES)
     raise SelectionError(f"{name.strip()!r} is neither an invariant ID nor a family ({hint}families: {families})")
+
+
+_SPELLED_ID = re.compile(r"([A-Z]+)[-_ ]*0*([0-9]+)")
+
+
+def _near_miss(wanted: str) -> str | None:
+    """What a name that selects nothing was probably meant as: an ID spelled another way (``IMG1``,
+    ``img_1``, ``STORE-01``), or several names separated by spaces instead of commas."""
+    spelled = _SPELLED_ID.fullmatch(wanted)
+    if spelled is not None and f"{spelled[1]}-{spelled[2]}" in CATALOGUE:
+        return f"did you mean {spelled[1]}-{spelled[2]}?"
+    words = wanted.split()
+    if len(words) > 1 and all(word in CATALOGUE or word in FAMILIES for word in words):
+        return f"separate names with commas: {','.join(words)}"
+    return None
 
 
 def invariant(invariant_id: str) -> Invariant:

@@ -8,6 +8,7 @@ import logging
 import os
 import shlex
 import shutil
+import signal
 import sys
 import textwrap
 from pathlib import Path
@@ -32,6 +33,7 @@ from conformance.runner import Result, RunOptions, Status, hypothesis_storage, r
 from conformance.targets import Target, load_target
 
 EXIT_OK, EXIT_UNEXPECTED, EXIT_USAGE = 0, 1, 2
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # what a shell reports for a process a closed pipe ended
 DEFAULT_REPORT = Path("reports/conformance")
 
 
@@ -89,8 +91,8 @@ def _parser() -> argparse.ArgumentParser:
 def _target_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--target",
-        help="python:PKG.MODULE:FACTORY, exec:COMMAND or http://127.0.0.1:PORT (port 0 with --launch: the kit "
-        "picks one) (default: the reference)",
+        help="python:PKG.MODULE:FACTORY, exec:COMMAND, http://127.0.0.1:PORT (port 0 with --launch: the kit "
+        "picks one) or reference (the default)",
     )
     parser.add_argument(
         "--call-timeout",
@@ -158,6 +160,16 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     args = _parser().parse_args(argv)
     try:
+        return _command(args)
+    except BrokenPipeError:
+        # The reader went away (`cascade-conformance list | head`): stop quietly, as a process a closed
+        # pipe ends does, and keep the interpreter's last flush from failing on it again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+def _command(args: argparse.Namespace) -> int:
+    try:
         if args.command == "list":
             return _list()
         if args.command == "operations":
@@ -169,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
                 return _replay(args)
         with hypothesis_storage(args.cache_dir or args.report / "hypothesis"):
             code = _run(args)
-        if not args.only:
+        if args.only is None:
             print(_not_yet_implemented_line())
         return code
     except (TargetSpecError, KnownFailuresError, CaseFileError, KeyError, ValueError) as exc:
@@ -206,7 +218,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _run_with_logging_set(args: argparse.Namespace) -> int:
-    chosen = select(args.only.split(",") if args.only else None)
+    chosen = select(args.only.split(",") if args.only is not None else None)
     known = load_known_failures(args.known_failures) if args.known_failures else {}
     target = _load_target(args)
     cache = args.cache_dir or args.report / "hypothesis"

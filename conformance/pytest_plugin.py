@@ -60,7 +60,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--cascade-target",
         help="run the Cascade conformance suite against this target "
-        "(python:PKG.MODULE:FACTORY, exec:COMMAND, or 'reference')",
+        "(python:PKG.MODULE:FACTORY, exec:COMMAND, http://HOST:PORT, or reference)",
     )
     group.addoption(
         "--cascade-only", help="comma-separated invariant IDs or families, in any case (default: every implemented)"
@@ -124,16 +124,15 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(problem) from exc
     only = config.getoption("--cascade-only")
     try:
-        props = select(only.split(",") if only else None)
+        props = select(only.split(",") if only is not None else None)
     except (KeyError, ValueError) as exc:
         raise pytest.UsageError(f"--cascade-only: {_one_line(exc)}") from None
     known, pinned = _known_failures(config)
     cache_dir = _cache_dir(config)
     try:
-        target = load_target(None if spec.strip().lower() == "reference" else spec, http=_http_options(config, spec))
+        target = load_target(spec, http=_http_options(config, spec))
     except TargetSpecError as exc:
-        message = _one_line(exc).replace("leave --target out", "use --cascade-target reference")
-        raise pytest.UsageError(f"--cascade-target: {message}") from None
+        raise pytest.UsageError(f"--cascade-target: {_one_line(exc)}") from None
     except TargetError as exc:
         raise pytest.UsageError(f"--cascade-target: the target failed to start: {exc}") from None
     config.add_cleanup(target.close)

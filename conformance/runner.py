@@ -118,16 +118,21 @@ class RunOptions:
 
 def select(only: Iterable[str] | None) -> list[Property]:
     """The properties named by IDs or families in any case (``WIRE-1``, ``img-3``, ``Wire``); every
-    implemented one when ``only`` is empty.
+    implemented one when ``only`` is None.
 
-    Raises SelectionError (a ValueError, one line) for a name that is not in the catalogue, and for
-    one whose invariants are all in the catalogue but have no property yet. A family with some
-    properties selects those.
+    Raises SelectionError (a ValueError, one line) for a selection that names nothing (only blanks),
+    for a name that is not in the catalogue, and for one whose invariants are all in the catalogue
+    but have no property yet. A family with some properties selects those.
     """
     registered = properties()
-    wanted = [w.strip() for w in (only or []) if w.strip()]
-    if not wanted:
+    if only is None:
         return list(registered.values())
+    wanted = [w.strip() for w in only if w.strip()]
+    if not wanted:  # an option given empty (an unset "$IDS" in CI) must not quietly select everything
+        raise SelectionError(
+            "the selection names no invariant: give IDs or families, comma-separated (e.g. IMG,SO-1), "
+            "or leave the option out for every one"
+        )
     chosen: set[str] = set()
     for item in wanted:
         ids = resolve(item)

@@ -72,9 +72,9 @@ __all__ = [
 
 
 def load_target(spec: str | None, *, call_timeout_s: float | None = None, http: HttpOptions | None = None) -> Target:
-    """Open the target named by ``spec`` (None: the embedded reference). ``http`` says how to reach an
-    ``http://`` target (default: already running, the default key and model, no ledger)."""
-    text = spec or REFERENCE_TARGET
+    """Open the target named by ``spec`` (None or ``reference``: the embedded reference). ``http`` says how
+    to reach an ``http://`` target (default: already running, the default key and model, no ledger)."""
+    text = REFERENCE_TARGET if spec is None or spec.strip().lower() == "reference" else spec
     kind, sep, rest = text.partition(":")
     if not sep or not rest.strip():
         raise TargetSpecError(_usage(text))
@@ -98,5 +98,5 @@ def _usage(text: str) -> str:
     return (
         f"{text!r} is not a target. Use python:PACKAGE.MODULE:FACTORY (an in-process object), "
         "exec:COMMAND (an adapter speaking JSON lines), http://127.0.0.1:PORT (a gateway over HTTP), "
-        "or leave --target out for the reference"
+        "or reference (the kit's own reference, the default)"
     )

@@ -118,8 +118,8 @@ def test_a_replay_keeps_hypothesis_storage_in_the_default_report_folder_or_the_c
         (
             ["replay", "{tmp}/case.json", "--target", "nonsense"],
             "'nonsense' is not a target. Use python:PACKAGE.MODULE:FACTORY (an in-process object), exec:COMMAND "
-            "(an adapter speaking JSON lines), http://127.0.0.1:PORT (a gateway over HTTP), or leave --target out "
-            "for the reference",
+            "(an adapter speaking JSON lines), http://127.0.0.1:PORT (a gateway over HTTP), or reference (the kit's "
+            "own reference, the default)",
         ),
         (
             ["replay", "{tmp}/case.json", "--target", "python:tests.support.plugin_targets:fails_to_start"],

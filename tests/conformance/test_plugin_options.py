@@ -89,10 +89,18 @@ def test_an_unknown_name_in_cascade_only_is_a_usage_error(pytester: pytest.Pytes
     assert line.startswith("ERROR: --cascade-only: 'NOPE' is neither an invariant ID nor a family (families: WIRE, ")
 
 
+def test_a_cascade_only_that_names_nothing_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    line = _usage_error(run(pytester, "--cascade-target", IMPLEMENTS_NOTHING, "--cascade-only", ""))
+    assert line == (
+        "ERROR: --cascade-only: the selection names no invariant: give IDs or families, comma-separated "
+        "(e.g. IMG,SO-1), or leave the option out for every one"
+    )
+
+
 def test_a_target_that_is_not_one_is_a_usage_error_pointing_at_the_reference(pytester: pytest.Pytester) -> None:
     line = _usage_error(run(pytester, "--cascade-target", "nonsense"))
     assert line.startswith("ERROR: --cascade-target: 'nonsense' is not a target. Use python:PACKAGE.MODULE:FACTORY")
-    assert line.endswith(", or use --cascade-target reference for the reference")
+    assert line.endswith(", or reference (the kit's own reference, the default)")
 
 
 def test_a_target_that_fails_to_start_is_a_usage_error(pytester: pytest.Pytester) -> None:
@@ -209,7 +217,7 @@ def test_the_target_is_closed_when_the_run_ends(pytester: pytest.Pytester) -> No
 HELP = (
     "cascade-conformance: "
     "--cascade-target=CASCADE_TARGET run the Cascade conformance suite against this target "
-    "(python:PKG.MODULE:FACTORY, exec:COMMAND, or 'reference') "
+    "(python:PKG.MODULE:FACTORY, exec:COMMAND, http://HOST:PORT, or reference) "
     "--cascade-only=CASCADE_ONLY comma-separated invariant IDs or families, in any case (default: every implemented) "
     "--cascade-profile={ci,thorough} Hypothesis profile for the suite "
     "--cascade-known-failures=CASCADE_KNOWN_FAILURES JSON/YAML list of invariants expected to fail "

@@ -556,8 +556,6 @@ def _ids(props: list[Property]) -> list[str]:
     ("only", "ids"),
     [
         (None, ["WIRE-1", "WIRE-3", "IMG-2"]),
-        ([], ["WIRE-1", "WIRE-3", "IMG-2"]),
-        (["", "  "], ["WIRE-1", "WIRE-3", "IMG-2"]),
         ([" img-2 ", "Wire-1"], ["WIRE-1", "IMG-2"]),
         (["wire"], ["WIRE-1", "WIRE-3"]),
         (["WIRE", "wire-3", "", "IMG"], ["WIRE-1", "WIRE-3", "IMG-2"]),

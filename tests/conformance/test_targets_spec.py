@@ -24,7 +24,7 @@ def usage(text: str) -> str:
     return (
         f"{text!r} is not a target. Use python:PACKAGE.MODULE:FACTORY (an in-process object), "
         "exec:COMMAND (an adapter speaking JSON lines), http://127.0.0.1:PORT (a gateway over HTTP), "
-        "or leave --target out for the reference"
+        "or reference (the kit's own reference, the default)"
     )
 
 

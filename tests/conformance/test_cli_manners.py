@@ -1,0 +1,97 @@
+"""The command line's manners with the mistakes users make (issue 31): a selection that names nothing, a
+near-miss ID, names separated by spaces, output cut off by a pager, one target syntax on both fronts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance.catalogue import CATALOGUE, SelectionError, resolve
+from conformance.cli import main
+from conformance.runner import select
+
+FAMILIES = "families: WIRE, IMG, OFF, SO, ACC, STORE, ATT"
+
+
+@pytest.mark.parametrize("only", ["", ",", " , "])
+def test_an_only_that_names_nothing_is_a_usage_error_not_every_invariant(
+    only: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """In CI an unset ``--only "$IDS"`` must not quietly run the whole catalogue."""
+    assert main(["run", "--only", only]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "cascade-conformance: the selection names no invariant: give IDs or families, comma-separated "
+        "(e.g. IMG,SO-1), or leave the option out for every one"
+    ]
+
+
+def test_no_selection_is_every_invariant_and_an_empty_one_is_refused() -> None:
+    assert len(select(None)) == len(CATALOGUE)
+    for empty in ([], [" ", ""]):
+        with pytest.raises(SelectionError, match="names no invariant"):
+            select(empty)
+
+
+@pytest.mark.parametrize(
+    ("name", "hint"),
+    [
+        ("IMG1", "did you mean IMG-1?"),
+        ("img_1", "did you mean IMG-1?"),
+        ("so 2", "did you mean SO-2?"),
+        ("Store-01", "did you mean STORE-1?"),
+        ("OFF-1 SO-1", "separate names with commas: OFF-1,SO-1"),
+        ("wire img", "separate names with commas: WIRE,IMG"),
+    ],
+)
+def test_a_near_miss_says_what_was_meant(name: str, hint: str) -> None:
+    with pytest.raises(SelectionError) as raised:
+        resolve(name)
+    assert str(raised.value) == f"{name!r} is neither an invariant ID nor a family ({hint})"
+
+
+@pytest.mark.parametrize("name", ["IMG9", "XYZ-1", "OFF-1 NOPE"])
+def test_a_name_near_nothing_gets_the_family_list(name: str) -> None:
+    with pytest.raises(SelectionError) as raised:
+        resolve(name)
+    assert str(raised.value).endswith(f"{FAMILIES})")
+    assert "did you mean" not in str(raised.value)
+    assert "commas" not in str(raised.value)
+
+
+def test_output_cut_off_by_a_closed_pipe_ends_quietly() -> None:
+    """``cascade-conformance list | head``: the reader goes away; no traceback, the exit status of a
+    process a closed pipe ended (128 + SIGPIPE)."""
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "conformance.cli", "list"],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (141, "")
+
+
+def test_reference_is_a_target_spec_on_the_command_line_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``pytest --cascade-target reference`` works; so does ``run --target reference``."""
+    assert main(["run", "--target", "Reference", "--only", "OFF-1", "--report", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert [line.split()[:2] for line in out.splitlines() if line.startswith("OFF-1")] == [["OFF-1", "pass"]]
+
+
+def test_the_target_usage_names_every_kind_of_target(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--target", "nonsense"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "cascade-conformance: 'nonsense' is not a target. Use python:PACKAGE.MODULE:FACTORY (an in-process "
+        "object), exec:COMMAND (an adapter speaking JSON lines), http://127.0.0.1:PORT (a gateway over HTTP), "
+        "or reference (the kit's own reference, the default)"
+    ]
