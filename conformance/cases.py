@@ -1,9 +1,11 @@
 """Case files: one shrunk counterexample as static JSON that replays against any target.
 
     {"format": "cascade-conformance-case", "version": 1, "invariant": "WIRE-2",
-     "statement": "...", "case": {...}, "found_on": "python:...", "message": "..."}
+     "statement": "...", "case": {...}, "found_on": "python:...", "message": "...",
+     "target_args": ["--target", "http://127.0.0.1:0", "--launch", "..."]}
 
 ``case`` is exactly what the invariant's property checks; it depends on nothing but the kit.
+``target_args`` (optional) are the command-line words that reached the target it was found on.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class CaseFile:
     case: dict[str, Any]
     found_on: str = ""
     message: str = ""
+    target_args: tuple[str, ...] = ()
 
 
 def write_case(path: Path, item: CaseFile) -> Path:
@@ -41,6 +44,8 @@ def write_case(path: Path, item: CaseFile) -> Path:
         "found_on": item.found_on,
         "message": item.message,
     }
+    if item.target_args:
+        document["target_args"] = list(item.target_args)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
@@ -65,4 +70,9 @@ def read_case(path: Path) -> CaseFile:
         raise CaseFileError(f"{path}: unknown invariant {invariant!r}")
     if not isinstance(document.get("case"), dict):
         raise CaseFileError(f'{path}: "case" must be an object')
-    return CaseFile(invariant, document["case"], document.get("found_on", ""), document.get("message", ""))
+    target_args = document.get("target_args", [])
+    if not isinstance(target_args, list) or not all(isinstance(word, str) for word in target_args):
+        raise CaseFileError(f'{path}: "target_args" must be a list of strings')
+    return CaseFile(
+        invariant, document["case"], document.get("found_on", ""), document.get("message", ""), tuple(target_args)
+    )

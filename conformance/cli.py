@@ -114,7 +114,17 @@ def _load_target(args: argparse.Namespace) -> Target:
 
 
 def _http_flags(args: argparse.Namespace) -> str:
-    """The http:// target's options as command-line words, for the replay commands printed."""
+    """The http:// target's options as command-line words, quoted, for the replay commands printed."""
+    words = _http_flag_words(args)
+    return f" {shlex.join(words)}" if words else ""
+
+
+def _target_words(args: argparse.Namespace) -> tuple[str, ...]:
+    """The command-line words that reach the target: ``--target`` and its options (none: the reference)."""
+    return ("--target", args.target, *_http_flag_words(args)) if args.target is not None else ()
+
+
+def _http_flag_words(args: argparse.Namespace) -> list[str]:
     words: list[str] = []
     for flag, value in (
         ("--launch", args.launch),
@@ -133,7 +143,7 @@ def _http_flags(args: argparse.Namespace) -> str:
     for flag, values in (("--launch-env", args.launch_env), ("--api-key", args.api_key)):
         for value in values:
             words += [flag, value]
-    return f" {shlex.join(words)}" if words else ""
+    return words
 
 
 def _positive_int(text: str) -> int:
@@ -244,7 +254,7 @@ def _run_with_logging_set(args: argparse.Namespace) -> int:
     finally:
         target.close()
     gateway_log = _save_gateway_output(target, args.report)
-    cases = save_failure_cases(results, args.report, target.description)
+    cases = save_failure_cases(results, args.report, target.description, _target_words(args))
     junit = write_junit(results, args.report / "junit.xml", target.description)
     markdown = write_markdown(
         results, args.report / "report.md", target.description, args.target, cases, _http_flags(args)
@@ -307,6 +317,12 @@ def _replay(args: argparse.Namespace) -> int:
     if prop is None:
         raise KeyError(f"{saved.invariant} has no property in this kit")
     target = _load_target(args)
+    if args.target is None and saved.found_on and saved.found_on != target.description:
+        if saved.target_args:
+            how = f"add {shlex.join(saved.target_args)} to replay it there"
+        else:  # a case file written before target_args were kept
+            how = f"add --target {shlex.quote(saved.found_on)} (and its options) to replay it there"
+        print(f"replaying on the reference; this case was found on {saved.found_on}: {how}")
     try:
         result = replay_case(prop, target, saved.case)
     finally:
@@ -321,10 +337,20 @@ def _replay(args: argparse.Namespace) -> int:
 
 def _save_case(args: argparse.Namespace) -> int:
     source = args.report / "cases" / f"{args.invariant.lower()}.json"
-    read_case(source)  # refuses anything that is not a case file
+    if not source.exists():
+        if not (args.report / "report.md").is_file() and not (args.report / "cases").is_dir():
+            raise ValueError(
+                f"no report in {args.report}: run `cascade-conformance run` first, or name its folder with --report"
+            )
+        raise ValueError(
+            f"{args.invariant.upper()} has no case in {args.report}: it did not fail in that run (only failures are "
+            "saved as cases; `ls` the folder's cases/ to see which are)"
+        )
+    saved = read_case(source)  # refuses anything that is not a case file
     args.out.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, args.out)
-    print(f"saved {args.out} (replay: cascade-conformance replay {args.out})")
+    target = f" {shlex.join(saved.target_args)}" if saved.target_args else ""
+    print(f"saved {args.out} (replay: {replay_command(args.out, None, target)})")
     return EXIT_OK
 
 

@@ -62,8 +62,11 @@ def _failures(result: Result) -> list[Failure]:
     return []
 
 
-def save_failure_cases(results: list[Result], report_dir: Path, target_description: str) -> dict[str, list[Path]]:
-    """Every distinct failure with a case as a case file: ``cases/img-3.json``, ``cases/img-3-2.json``, ..."""
+def save_failure_cases(
+    results: list[Result], report_dir: Path, target_description: str, target_args: tuple[str, ...] = ()
+) -> dict[str, list[Path]]:
+    """Every distinct failure with a case as a case file: ``cases/img-3.json``, ``cases/img-3-2.json``, ...
+    ``target_args``: the command-line words that reached the target, kept so the case replays there."""
     saved: dict[str, list[Path]] = {}
     for result in results:
         if result.status not in (Status.FAIL, Status.ERROR, Status.KNOWN_FAILURE):
@@ -74,7 +77,7 @@ def save_failure_cases(results: list[Result], report_dir: Path, target_descripti
             stem = result.invariant.id.lower() + (f"-{number}" if number > 1 else "")
             path = write_case(
                 report_dir / "cases" / f"{stem}.json",
-                CaseFile(result.invariant.id, failure.case, target_description, failure.message),
+                CaseFile(result.invariant.id, failure.case, target_description, failure.message, target_args),
             )
             saved.setdefault(result.invariant.id, []).append(path)
     return saved

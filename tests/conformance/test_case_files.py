@@ -92,6 +92,8 @@ def test_a_file_without_found_on_or_message_reads_them_as_empty(tmp_path: Path) 
     assert read_case(path) == CaseFile("WIRE-1", WIRE_1_CASE, "exec:node a.mjs", "")
     path.write_text(json.dumps(saved(found_on=..., message="it broke")), encoding="utf-8")
     assert read_case(path) == CaseFile("WIRE-1", WIRE_1_CASE, "", "it broke")
+    path.write_text(json.dumps(saved(target_args=["--target", "exec:node a.mjs"])), encoding="utf-8")
+    assert read_case(path).target_args == ("--target", "exec:node a.mjs")
 
 
 NOT_A_CASE_FILE = 'not a case file (expected "format": "cascade-conformance-case")'
@@ -118,6 +120,8 @@ NOT_A_CASE_FILE = 'not a case file (expected "format": "cascade-conformance-case
         (saved(case=...), '"case" must be an object'),
         (saved(case=[WIRE_1_CASE]), '"case" must be an object'),
         (saved(case="0a0178"), '"case" must be an object'),
+        (saved(target_args="--target exec:x"), '"target_args" must be a list of strings'),
+        (saved(target_args=["--target", 1]), '"target_args" must be a list of strings'),
     ],
 )
 def test_a_document_that_is_not_a_readable_case_is_refused_in_one_line(

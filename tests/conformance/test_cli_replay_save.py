@@ -134,8 +134,8 @@ def test_bad_input_to_replay_and_save_case_is_one_line_and_exit_2(
     only_these(monkeypatch, toy("WIRE-1", PASSES))
     _case(tmp_path / "case.json")
     _case(tmp_path / "case-of-wire-2.json", "WIRE-2")
-    if not message:  # save-case of a report without that case
-        message = f"{tmp_path}/cases/wire-1.json: cannot read: No such file or directory"
+    if not message:  # save-case of a folder that holds no report
+        message = f"no report in {tmp_path}: run `cascade-conformance run` first, or name its folder with --report"
     assert main([arg.replace("{tmp}", str(tmp_path)) for arg in argv]) == 2
     captured = capsys.readouterr()
     assert captured.err == f"cascade-conformance: {message.replace('{tmp}', str(tmp_path))}\n"
@@ -152,7 +152,7 @@ def test_save_case_copies_a_reports_case_by_its_id_in_any_case(
     capsys.readouterr()
     out = tmp_path / "mine" / "deeper" / "second.json"
     assert main(["save-case", "Wire-2-2", "--out", str(out)]) == 0
-    assert capsys.readouterr().out == f"saved {out} (replay: cascade-conformance replay {out})\n"
+    assert capsys.readouterr().out == f"saved {out} (replay: cascade-conformance replay {out} --target {NOTHING})\n"
     saved = tmp_path / "reports" / "conformance" / "cases" / "wire-2-2.json"
     assert out.read_bytes() == saved.read_bytes()
     assert json.loads(out.read_text(encoding="utf-8"))["case"] == {"k": "a"}
@@ -180,3 +180,48 @@ def test_a_case_file_that_is_not_utf_8_is_refused_on_one_line_naming_it(
     binary.write_bytes(b"\xff\xfe{}")
     assert main(["replay", str(binary), "--target", NOTHING]) == 2
     assert capsys.readouterr().err == f"cascade-conformance: {binary}: not UTF-8 text: invalid start byte at byte 0\n"
+
+
+def test_save_case_of_an_invariant_that_did_not_fail_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    only_these(monkeypatch, toy("WIRE-1", PASSES), fails_twice("WIRE-2"))
+    assert main(["run", "--target", NOTHING, "--only", "WIRE-1,WIRE-2", "--report", str(tmp_path)]) == 1
+    capsys.readouterr()
+    assert main(["save-case", "wire-1", "--report", str(tmp_path), "--out", str(tmp_path / "out.json")]) == 2
+    assert capsys.readouterr().err == (
+        f"cascade-conformance: WIRE-1 has no case in {tmp_path}: it did not fail in that run (only failures are "
+        "saved as cases; `ls` the folder's cases/ to see which are)\n"
+    )
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_a_saved_case_replays_on_the_target_and_options_it_was_found_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The replay hint carries the target and its options, as ``run``'s replay lines do; a replay
+    without --target of a case found elsewhere says which target it runs on."""
+    only_these(monkeypatch, fails_twice("WIRE-2"))
+    argv = ["run", "--target", NOTHING, "--only", "WIRE-2", "--report", str(tmp_path)]
+    assert main(argv) == 1
+    run_lines = [line.strip() for line in capsys.readouterr().out.splitlines() if line.strip().startswith("replay:")]
+    out = tmp_path / "mine.json"
+    assert main(["save-case", "WIRE-2", "--report", str(tmp_path), "--out", str(out)]) == 0
+    saved = capsys.readouterr().out
+    assert saved == f"saved {out} (replay: cascade-conformance replay {out} --target {NOTHING})\n"
+    assert run_lines[0] == f"replay: cascade-conformance replay {tmp_path / 'cases' / 'wire-2.json'} --target {NOTHING}"
+    assert json.loads(out.read_text(encoding="utf-8"))["found_on"] == NOTHING
+    main(["replay", str(out)])
+    assert capsys.readouterr().out.splitlines()[0] == (
+        f"replaying on the reference; this case was found on {NOTHING}: add --target {NOTHING} to replay it there"
+    )
+    document = json.loads(out.read_text(encoding="utf-8"))
+    del document["target_args"]  # a case file from before target_args were kept
+    out.write_text(json.dumps(document), encoding="utf-8")
+    main(["replay", str(out)])
+    assert capsys.readouterr().out.splitlines()[0] == (
+        f"replaying on the reference; this case was found on {NOTHING}: add --target {NOTHING} (and its options) "
+        "to replay it there"
+    )
+    main(["replay", str(out), "--target", NOTHING])  # on the target it names: no note
+    assert not capsys.readouterr().out.startswith("replaying on")
