@@ -164,7 +164,7 @@ def unknown_offsets_stay_unknown(target: Target, case: Case, evidence: Evidence)
         assert got == pair, f"offsets checked in as {pair} came back as {got}"
 
     if "engine.play_turns" not in target.operations():
-        evidence.not_observed("the end-to-end abstention (the target lacks engine.play_turns)")
+        evidence.not_observed("the end-to-end abstention (an engine.play_turns check)")
         return
     scenario, conversation, failing = case["scenario"], case["conversation"], case["failing_turn"]
     _, entries = _play(target, scenario, conversation, evidence)

@@ -29,6 +29,7 @@ EXIT_WAIT_S = 2.0
 CLOSE_GRACE_S = 5.0
 # A killed adapter is reaped at once; this bound only guards against a process stuck in the kernel.
 KILLED_WAIT_S = 5.0
+_STDERR_TAIL = 1500  # bytes of an adapter's stderr an error message shows at most
 _EOF = object()
 
 
@@ -194,13 +195,20 @@ class ExecTarget(DeclaredOperations):
         return f"{self.description}: the adapter {status} {when}{self._stderr_note()}"
 
     def _stderr_note(self) -> str:
-        """The tail of what the adapter wrote to stderr so far, for error messages."""
+        """The tail of what the adapter wrote to stderr so far, for error messages: whole lines within the
+        last :data:`_STDERR_TAIL` bytes, or the end of one line longer than that, marked as cut."""
         try:
             self._stderr.seek(0)
-            tail = self._stderr.read()[-1500:].decode("utf-8", errors="replace").strip()
+            written = self._stderr.read()
         except (OSError, ValueError):
             return ""
-        return f"; its stderr ends:\n{tail}" if tail else ""
+        tail = written[-_STDERR_TAIL:]
+        cut = len(written) > _STDERR_TAIL and written[-_STDERR_TAIL - 1 : -_STDERR_TAIL] != b"\n"
+        if cut:
+            newline = tail.find(b"\n")
+            tail = tail[newline + 1 :] if 0 <= newline < len(tail.rstrip()) else "…".encode() + tail
+        text = tail.decode("utf-8", errors="replace").strip()
+        return f"; its stderr ends:\n{text}" if text else ""
 
     def close(self) -> None:
         if self._proc.poll() is None:

@@ -234,8 +234,16 @@ def test_only_the_tail_of_a_long_stderr_is_shown(tmp_path: Path) -> None:
     text = failure(command)
     note = text.split("; its stderr ends:\n", 1)[1]
     full = "".join(f"line {i} of stderr log\n" for i in range(200))
-    assert not full[-1501].isspace()
-    assert note == full[-1500:].strip()
+    assert not full[-1501].isspace()  # 1500 bytes back is inside a line: the tail starts at the next one
+    assert note == full[-1500:].split("\n", 1)[1].strip()
+    assert note.startswith("line 1")
+    assert len(note) > 1400
+
+
+def test_a_stderr_of_one_long_line_is_shown_cut_and_marked(tmp_path: Path) -> None:
+    command = adapter(tmp_path, "sh:head -c 4000 /dev/zero | tr '\\0' x >&2; exit 2")
+    note = failure(command).split("; its stderr ends:\n", 1)[1]
+    assert note == "…" + "x" * 1500
 
 
 def test_stderr_that_is_not_utf8_is_shown_with_replacement_characters(tmp_path: Path) -> None:
