@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 import traceback
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -37,6 +39,7 @@ class PythonTarget(DeclaredOperations):
         module_name, sep, factory_name = spec.partition(":")
         if not sep or not module_name or not factory_name:
             raise TargetSpecError(f"python:{spec!r}: expected python:PACKAGE.MODULE:FACTORY")
+        _search_the_working_folder()
         try:
             module = importlib.import_module(module_name)
         except ImportError as exc:
@@ -96,3 +99,12 @@ def _crash(exc: Exception) -> str:
     frames = traceback.extract_tb(exc.__traceback__)[1:][-_CRASH_FRAMES:]
     where = "".join(traceback.format_list(frames)).rstrip()
     return f"{type(exc).__name__}: {exc}\nTraceback (most recent call last):\n{where}"
+
+
+def _search_the_working_folder() -> None:
+    """Find a target module in the folder the command runs in, as ``python -m`` does: the console scripts
+    (``cascade-conformance``, ``pytest``) do not put that folder on the path, so ``python:mygw:make`` with
+    ``mygw.py`` beside the user would not import. Appended, so nothing installed is shadowed."""
+    here = os.getcwd()
+    if not any(os.path.abspath(entry or os.curdir) == here for entry in sys.path):
+        sys.path.append(here)

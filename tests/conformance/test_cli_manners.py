@@ -95,3 +95,41 @@ def test_the_target_usage_names_every_kind_of_target(capsys: pytest.CaptureFixtu
         "object), exec:COMMAND (an adapter speaking JSON lines), http://127.0.0.1:PORT (a gateway over HTTP), "
         "or reference (the kit's own reference, the default)"
     ]
+
+
+MYGW = '''
+class Gateway:
+    """Offers no operation: every invariant is not checkable, at once."""
+
+    def operations(self):
+        return []
+
+
+def make_target():
+    return Gateway()
+'''
+
+
+@pytest.mark.parametrize("front", ["cli", "pytest"])
+def test_a_python_target_beside_you_is_importable_as_python_m_would_find_it(front: str, tmp_path: Path) -> None:
+    """``mygw.py`` in the folder the command runs in: the console scripts do not put that folder on the
+    path (``python -m`` does), so the target is looked up there too."""
+    (tmp_path / "mygw.py").write_text(MYGW, encoding="utf-8")
+    scripts = Path(sys.executable).parent
+    command = (
+        [str(scripts / "cascade-conformance"), "run", "--target", "python:mygw:make_target", "--only", "WIRE-1"]
+        if front == "cli"
+        else [
+            str(scripts / "pytest"),
+            "-p",
+            "no:cacheprovider",
+            "--cascade-target",
+            "python:mygw:make_target",
+            "--cascade-only",
+            "WIRE-1",
+        ]
+    )
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=180, check=False, env=env)
+    assert "cannot import mygw" not in done.stdout + done.stderr
+    assert "not checkable" in done.stdout or "SKIPPED" in done.stdout, done.stdout + done.stderr
