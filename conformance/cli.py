@@ -22,6 +22,7 @@ from conformance.options import declared_flags, http_values
 from conformance.profiles import PROFILES
 from conformance.properties import Property, properties
 from conformance.report import (
+    PROGRAM,
     detail_line,
     replay_command,
     save_failure_cases,
@@ -146,6 +147,20 @@ def _http_flag_words(args: argparse.Namespace) -> list[str]:
     return words
 
 
+def _program() -> str:
+    """The kit's command as this process was started, so the commands it prints run as printed: the bare
+    name when that name finds this very script on PATH, else the script's full path (a venv that is not
+    activated), or ``python -m conformance.cli`` when it was started that way."""
+    script = Path(sys.argv[0])
+    if script.name == PROGRAM:
+        found = shutil.which(PROGRAM)
+        here = os.path.abspath(script)
+        return PROGRAM if found is not None and os.path.abspath(found) == here else shlex.quote(here)
+    if script.name == "cli.py" and script.parent.name == "conformance":
+        return shlex.join([sys.executable, "-m", "conformance.cli"])
+    return PROGRAM  # called in process (tests, embedding): the name the docs use
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -257,7 +272,7 @@ def _run_with_logging_set(args: argparse.Namespace) -> int:
     cases = save_failure_cases(results, args.report, target.description, _target_words(args))
     junit = write_junit(results, args.report / "junit.xml", target.description)
     markdown = write_markdown(
-        results, args.report / "report.md", target.description, args.target, cases, _http_flags(args)
+        results, args.report / "report.md", target.description, args.target, cases, _http_flags(args), _program()
     )
     for result in results:
         print(summary_line(result))
@@ -280,7 +295,7 @@ def _run_with_logging_set(args: argparse.Namespace) -> int:
             counter = f" [{number}/{len(messages)}]" if len(messages) > 1 else ""
             print(f"\n{result.invariant.id} {result.status.value}{counter}: {message}")
         for path in cases.get(result.invariant.id, []):
-            print(f"  replay: {replay_command(path, args.target, _http_flags(args))}")
+            print(f"  replay: {replay_command(path, args.target, _http_flags(args), _program())}")
     if results and not any(r.judged for r in results):
         print(
             f"\nnothing was judged: all {len(results)} invariant(s) were not checkable on this target (the reasons "
@@ -350,7 +365,7 @@ def _save_case(args: argparse.Namespace) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, args.out)
     target = f" {shlex.join(saved.target_args)}" if saved.target_args else ""
-    print(f"saved {args.out} (replay: {replay_command(args.out, None, target)})")
+    print(f"saved {args.out} (replay: {replay_command(args.out, None, target, _program())})")
     return EXIT_OK
 
 

@@ -39,13 +39,17 @@ def _clip(text: str, width: int) -> str:
     return cut.rstrip(",;:") + "…"
 
 
-def replay_command(case_path: Path, target: str | None, target_flags: str = "") -> str:
+PROGRAM = "cascade-conformance"
+
+
+def replay_command(case_path: Path, target: str | None, target_flags: str = "", program: str = PROGRAM) -> str:
     """The command that replays one case; ``target_flags``: how the target is reached besides
-    ``--target`` (an HTTP target's --launch, --api-key, ...), already quoted."""
-    parts = ["cascade-conformance", "replay", str(case_path)]
+    ``--target`` (an HTTP target's --launch, --api-key, ...), already quoted; ``program``: the kit's
+    command as the user can run it (quoted words)."""
+    parts = ["replay", str(case_path)]
     if target:
         parts += ["--target", target]
-    return shlex.join(parts) + target_flags
+    return f"{program} {shlex.join(parts)}{target_flags}"
 
 
 def counterexample_heading(shrunk: bool) -> str:
@@ -137,6 +141,7 @@ def write_markdown(
     target_spec: str | None,
     cases: dict[str, list[Path]],
     target_flags: str = "",
+    program: str = PROGRAM,
 ) -> Path:
     lines = [
         "# Conformance report",
@@ -176,7 +181,7 @@ def write_markdown(
                     "Replay exactly this case:",
                     "",
                     "```",
-                    replay_command(case_path, target_spec, target_flags),
+                    replay_command(case_path, target_spec, target_flags, program),
                     "```",
                 ]
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -133,3 +133,27 @@ def test_a_python_target_beside_you_is_importable_as_python_m_would_find_it(fron
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=180, check=False, env=env)
     assert "cannot import mygw" not in done.stdout + done.stderr
     assert "not checkable" in done.stdout or "SKIPPED" in done.stdout, done.stdout + done.stderr
+
+
+def _without_the_venv_on_path() -> dict[str, str]:
+    scripts = str(Path(sys.executable).parent)
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p != scripts)
+    return {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "PATH": path}
+
+
+def test_printed_replay_commands_run_as_printed_without_an_activated_venv(tmp_path: Path) -> None:
+    """``.venv/bin/cascade-conformance run`` (the README's way, no venv activated) prints replay lines
+    that a shell can run as they are: the bare name would not be found."""
+    script = Path(sys.executable).parent / "cascade-conformance"
+    env = _without_the_venv_on_path()
+    repo = Path(__file__).resolve().parents[2]
+    target = "python:tests.support.broken_targets:drops_unknown_fields"
+    argv = [str(script), "run", "--target", target, "--only", "WIRE-2", "--no-shrink", "--report", str(tmp_path)]
+    done = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 1, done.stdout + done.stderr
+    replay = next(line.strip().removeprefix("replay: ") for line in done.stdout.splitlines() if "replay: " in line)
+    assert replay.startswith(f"{script} replay ")
+    assert f"```\n{replay}\n```" in (tmp_path / "report.md").read_text(encoding="utf-8")
+    again = subprocess.run(["sh", "-c", replay], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 1, again.stdout + again.stderr  # it ran, and the case still fails
+    assert again.stdout.startswith("WIRE-2   fail"), again.stdout
