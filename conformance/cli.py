@@ -11,6 +11,8 @@ import shutil
 import signal
 import sys
 import textwrap
+from datetime import UTC, datetime
+from importlib import metadata
 from pathlib import Path
 
 from conformance.cases import CaseFileError, read_case
@@ -23,6 +25,7 @@ from conformance.profiles import PROFILES
 from conformance.properties import Property, properties
 from conformance.report import (
     PROGRAM,
+    RunInfo,
     detail_line,
     replay_command,
     save_failure_cases,
@@ -147,6 +150,17 @@ def _http_flag_words(args: argparse.Namespace) -> list[str]:
     return words
 
 
+def _kit_version() -> str:
+    try:
+        return metadata.version(PROGRAM)
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "(not installed)"
+
+
+def _now_utc() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
 def _program() -> str:
     """The kit's command as this process was started, so the commands it prints run as printed: the bare
     name when that name finds this very script on PATH, else the script's full path (a venv that is not
@@ -222,7 +236,7 @@ def _not_yet_implemented_line() -> str:
     registered = properties()
     missing = [inv for inv_id, inv in CATALOGUE.items() if inv_id not in registered]
     if not missing:
-        return f"all {len(CATALOGUE)} catalogue invariants are implemented"
+        return f"the kit has a property for every one of the {len(CATALOGUE)} catalogue invariants"
     families = ", ".join(dict.fromkeys(inv.family for inv in missing))
     return (
         f"{len(missing)} of {len(CATALOGUE)} catalogue invariants are not yet implemented ({families}): "
@@ -254,6 +268,7 @@ def _run_with_logging_set(args: argparse.Namespace) -> int:
         max_examples=args.max_examples,
         shrink=args.shrink,
     )
+    info = RunInfo(_kit_version(), args.profile, args.seed, args.shrink, args.max_examples, _now_utc())
     results: list[Result] = []
     try:
         print(f"target: {target.description}", file=sys.stderr)
@@ -272,7 +287,14 @@ def _run_with_logging_set(args: argparse.Namespace) -> int:
     cases = save_failure_cases(results, args.report, target.description, _target_words(args))
     junit = write_junit(results, args.report / "junit.xml", target.description)
     markdown = write_markdown(
-        results, args.report / "report.md", target.description, args.target, cases, _http_flags(args), _program()
+        results,
+        args.report / "report.md",
+        target.description,
+        args.target,
+        cases,
+        _http_flags(args),
+        _program(),
+        info=info,
     )
     for result in results:
         print(summary_line(result))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
@@ -40,6 +41,29 @@ def _clip(text: str, width: int) -> str:
 
 
 PROGRAM = "cascade-conformance"
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What was run, for the report's header: the kit's version and the run's settings."""
+
+    version: str
+    profile: str
+    seed: int | None  # None: the profile's own (derandomized for ci)
+    shrink: bool
+    max_examples: int | None  # None: the profile's
+    started: str  # ISO 8601, UTC
+
+    def lines(self) -> list[str]:
+        seed = f"seed {self.seed}" if self.seed is not None else "derandomized"
+        examples = (
+            f"at most {self.max_examples} examples" if self.max_examples is not None else "the profile's examples"
+        )
+        return [
+            f"- Kit: {PROGRAM} {self.version}",
+            f"- Profile: {self.profile} ({seed}), shrinking {'on' if self.shrink else 'off'}, {examples} per invariant",
+            f"- Started: {self.started}",
+        ]
 
 
 def replay_command(case_path: Path, target: str | None, target_flags: str = "", program: str = PROGRAM) -> str:
@@ -142,12 +166,13 @@ def write_markdown(
     cases: dict[str, list[Path]],
     target_flags: str = "",
     program: str = PROGRAM,
+    *,
+    info: RunInfo | None = None,
 ) -> Path:
-    lines = [
-        "# Conformance report",
-        "",
-        f"Target: `{target_description}`",
-        "",
+    lines = ["# Conformance report", "", f"Target: `{target_description}`", ""]
+    if info is not None:
+        lines += [*info.lines(), ""]
+    lines += [
         "| invariant | result | judged | refused | not judged | seconds |",
         "|---|---|---|---|---|---|",
     ]
@@ -156,6 +181,8 @@ def write_markdown(
         for r in results
     ]
     lines += _not_judged_section(results)
+    lines += ["", "## What each invariant states", ""]
+    lines += [f"- **{r.invariant.id}** ({r.line}): {r.invariant.statement}" for r in results]
     for result in results:
         if result.status in (Status.PASS, Status.NOT_CHECKABLE):
             continue

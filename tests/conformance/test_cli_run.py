@@ -105,6 +105,10 @@ def test_a_run_prints_progress_then_results_counts_reports_and_each_unexpected_f
     saved = json.loads((tmp_path / "cases" / "wire-3.json").read_text(encoding="utf-8"))
     assert (saved["found_on"], saved["message"], saved["case"]) == (NOTHING, "n is 1", {"n": 1})
     assert f"\nTarget: `{NOTHING}`\n" in (tmp_path / "report.md").read_text(encoding="utf-8")
+    header = (tmp_path / "report.md").read_text(encoding="utf-8").split("\n| invariant |")[0]
+    assert "\n- Kit: cascade-conformance " in header
+    assert "\n- Profile: ci (derandomized), shrinking on, the profile's examples per invariant\n" in header
+    assert "\n- Started: 20" in header
     assert not (tmp_path / "gateway-output.log").exists(), "only a launched gateway has output to keep"
 
 

@@ -13,7 +13,15 @@ import pytest
 
 from conformance.cases import read_case
 from conformance.catalogue import CATALOGUE
-from conformance.report import _clip, replay_command, save_failure_cases, summary_line, write_junit, write_markdown
+from conformance.report import (
+    RunInfo,
+    _clip,
+    replay_command,
+    save_failure_cases,
+    summary_line,
+    write_junit,
+    write_markdown,
+)
 from conformance.runner import Failure, Result, Status
 from tests.conformance.case_files_support import ascii_process_locale
 
@@ -372,6 +380,12 @@ def test_the_markdown_report_shows_the_table_and_each_failure_with_case_wire_and
         "(3 examples); no resume (2 examples)",
         "- **STORE-8** (not checkable): it lacks store",
         "",
+        "## What each invariant states",
+        "",
+        f"- **WIRE-1** (pass): {CATALOGUE['WIRE-1'].statement}",
+        f"- **STORE-8** (not checkable): {CATALOGUE['STORE-8'].statement}",
+        f"- **SO-1** (fail): {CATALOGUE['SO-1'].statement}",
+        "",
         "## SO-1: fail",
         "",
         f"> {CATALOGUE['SO-1'].statement}",
@@ -529,6 +543,7 @@ def test_two_distinct_failures_are_numbered_one_of_two_and_two_of_two(tmp_path: 
     lines = _markdown([_failed("SO-1", failures, Status.ERROR)], tmp_path)
     assert [line for line in lines if line.startswith("#")] == [
         "# Conformance report",
+        "## What each invariant states",
         "## SO-1: error (2 distinct failures)",
         "### Failure 1 of 2 (fail)",
         "### Failure 2 of 2 (error)",
@@ -591,3 +606,30 @@ def test_the_reports_are_utf8_whatever_the_locale(tmp_path: Path) -> None:
     junit = write_junit([result], tmp_path / "junit.xml", TARGET)
     assert "```\ncaption «café…» lost\n```" in markdown.read_bytes().decode("utf-8")
     assert ET.parse(junit).getroot().findtext("testcase/failure", "").startswith("[fail] caption «café…» lost")
+
+
+@pytest.mark.parametrize(
+    ("info", "lines"),
+    [
+        (
+            RunInfo("0.1.0", "ci", None, True, None, "2026-12-03T12:00:00+00:00"),
+            [
+                "- Kit: cascade-conformance 0.1.0",
+                "- Profile: ci (derandomized), shrinking on, the profile's examples per invariant",
+                "- Started: 2026-12-03T12:00:00+00:00",
+            ],
+        ),
+        (
+            RunInfo("0.1.0", "thorough", 1234, False, 5, "2026-12-03T12:00:00+00:00"),
+            [
+                "- Kit: cascade-conformance 0.1.0",
+                "- Profile: thorough (seed 1234), shrinking off, at most 5 examples per invariant",
+                "- Started: 2026-12-03T12:00:00+00:00",
+            ],
+        ),
+    ],
+)
+def test_the_report_says_what_was_run(tmp_path: Path, info: RunInfo, lines: list[str]) -> None:
+    path = write_markdown([Result(CATALOGUE["WIRE-1"], Status.PASS)], tmp_path / "r.md", TARGET, None, {}, info=info)
+    text = path.read_text(encoding="utf-8").splitlines()
+    assert text[:7] == ["# Conformance report", "", f"Target: `{TARGET}`", "", *lines]
