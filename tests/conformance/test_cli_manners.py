@@ -157,3 +157,20 @@ def test_printed_replay_commands_run_as_printed_without_an_activated_venv(tmp_pa
     again = subprocess.run(["sh", "-c", replay], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
     assert again.returncode == 1, again.stdout + again.stderr  # it ran, and the case still fails
     assert again.stdout.startswith("WIRE-2   fail"), again.stdout
+
+
+def test_the_plugin_in_a_users_folder_prints_no_warning_of_the_kits_own_dependencies(tmp_path: Path) -> None:
+    """A user's pytest run with the kit installed (``.[test]``) must not print a deprecation warning about
+    an option of a plugin the kit pulled in (pytest-asyncio's loop scope did, on every run)."""
+    pytest_script = Path(sys.executable).parent / "pytest"
+    done = subprocess.run(
+        [str(pytest_script), "-p", "no:cacheprovider", "--cascade-target", "reference", "--cascade-only", "OFF-1"],
+        cwd=tmp_path,
+        env=_without_the_venv_on_path(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Warning" not in done.stdout + done.stderr

@@ -17,7 +17,6 @@ from typing import Any
 
 import httpx
 import openai
-import pytest
 
 from engine.http.gateway import ServedGateway
 from fakels.scenario import default_answer
@@ -62,8 +61,11 @@ async def _wait_for(condition: Any, timeout_s: float, what: str) -> None:
         await asyncio.sleep(0.01)
 
 
-@pytest.mark.asyncio
-async def test_concurrent_streams_each_get_the_answer_to_their_own_prompt(
+def test_concurrent_streams_each_get_the_answer_to_their_own_prompt(fake: FakeLSThread, served: ServedGateway) -> None:
+    asyncio.run(_concurrent_streams_each_get_the_answer_to_their_own_prompt(fake, served))
+
+
+async def _concurrent_streams_each_get_the_answer_to_their_own_prompt(
     fake: FakeLSThread, served: ServedGateway
 ) -> None:
     tokens = [_new_token() for _ in range(10)]
@@ -77,8 +79,11 @@ async def test_concurrent_streams_each_get_the_answer_to_their_own_prompt(
     assert len(served.gateway.pool) == 10  # one committed cascade per conversation
 
 
-@pytest.mark.asyncio
-async def test_a_client_gone_mid_stream_commits_and_caches_nothing(fake: FakeLSThread, served: ServedGateway) -> None:
+def test_a_client_gone_mid_stream_commits_and_caches_nothing(fake: FakeLSThread, served: ServedGateway) -> None:
+    asyncio.run(_a_client_gone_mid_stream_commits_and_caches_nothing(fake, served))
+
+
+async def _a_client_gone_mid_stream_commits_and_caches_nothing(fake: FakeLSThread, served: ServedGateway) -> None:
     # The turn would take 4 s to run out; the disconnect has to stop it well before that.
     play(fake, {"chunks": [{"text": "a"}, {"text": "b", "delay_s": 2.0}, {"text": "c", "delay_s": 2.0}]})
     body = {"model": MODEL, "messages": [{"role": "user", "content": "leave early"}], "stream": True}
@@ -120,8 +125,11 @@ async def test_a_client_gone_mid_stream_commits_and_caches_nothing(fake: FakeLST
     assert served.gateway.cache.stats()["entries"] == 1
 
 
-@pytest.mark.asyncio
-async def test_non_stream_request_through_the_async_client(fake: FakeLSThread, served: ServedGateway) -> None:
+def test_non_stream_request_through_the_async_client(fake: FakeLSThread, served: ServedGateway) -> None:
+    asyncio.run(_non_stream_request_through_the_async_client(fake, served))
+
+
+async def _non_stream_request_through_the_async_client(fake: FakeLSThread, served: ServedGateway) -> None:
     token = _new_token()
     async with _async_client(served) as client:
         completion = await client.chat.completions.create(
