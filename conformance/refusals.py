@@ -3,7 +3,7 @@
 Real gateways refuse input they do not support (4xx), rate-limit (429, or 503, with a wait hint)
 and decline features they do not implement (501). None of that is a failure of an invariant: the
 example is left unjudged, counted by kind, with the answer as the reason
-(:class:`~conformance.targets.PreconditionNotMet` and its kinds).
+(:class:`~conformance.errors.PreconditionNotMet` and its kinds).
 """
 
 from __future__ import annotations

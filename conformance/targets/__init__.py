@@ -1,4 +1,5 @@
 """How the suite reaches an implementation: in-process Python, an adapter process, or black-box HTTP.
+The errors a target raises (TargetError, PreconditionNotMet, ...) are in :mod:`conformance.errors`.
 
 load_target("python:pkg.module:factory")   # an object with methods named after operations
 load_target("exec:node my-adapter.mjs")    # JSON lines over stdin/stdout (adapter_protocol.schema.json)
@@ -12,16 +13,7 @@ import importlib
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-# The errors live in conformance.errors (the whole kit raises them); this face names them too.
-from conformance.errors import (
-    FeatureDeclined,
-    InputRefused,
-    PreconditionNotMet,
-    TargetError,
-    TargetHung,
-    TargetSpecError,
-    TransientRefusal,
-)
+from conformance.errors import TargetSpecError
 from conformance.targets._base import Target
 from conformance.targets._exec import ExecTarget
 from conformance.targets._python import PythonTarget
@@ -53,19 +45,12 @@ REFERENCE_TARGET = "python:conformance.targets.reference:make_target"
 __all__ = [
     "REFERENCE_TARGET",
     "ExecTarget",
-    "FeatureDeclined",
     "HttpOptions",
     "HttpTarget",
-    "InputRefused",
     "LaunchSpec",
     "LaunchedGateway",
-    "PreconditionNotMet",
     "PythonTarget",
     "Target",
-    "TargetError",
-    "TargetHung",
-    "TargetSpecError",
-    "TransientRefusal",
     "http_options",
     "load_target",
 ]
