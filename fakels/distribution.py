@@ -22,7 +22,7 @@ _CONFORMANCE = (*_ENGINE, "hypothesis", "openai", "httpx")
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "engine": _ENGINE,
     "conformance": _CONFORMANCE,
-    "test": (*_CONFORMANCE, "pytest", "pytest_timeout", "pytest_asyncio", "xdist", "grpc_tools"),
+    "test": (*_CONFORMANCE, "pytest", "pytest_timeout", "xdist", "grpc_tools"),
 }
 
 

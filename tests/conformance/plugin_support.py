@@ -35,10 +35,8 @@ FAILS_TO_START = "python:tests.support.plugin_targets:fails_to_start"
 METADATA_CASE: dict[str, Any] = {"method": "StartCascade", "raw_hex": "0a00", "expected": {"metadata": {}}}
 
 
-# -p no:cacheprovider: an inner run writes nothing of pytest's own, so what appears is ours. -p no:asyncio:
-# an inner run has no ini file, and pytest-asyncio (there for the engine's async tests) would warn in each
-# one that its fixture loop scope is unset.
-INNER_RUN_OPTIONS = ("-p", "no:cacheprovider", "-p", "no:asyncio")
+# -p no:cacheprovider: an inner run writes nothing of pytest's own, so what appears is ours.
+INNER_RUN_OPTIONS = ("-p", "no:cacheprovider")
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:

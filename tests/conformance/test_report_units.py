@@ -4,7 +4,6 @@ checked field for field as a user (or a CI server) reads them."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from xml.etree import ElementTree as ET
@@ -14,7 +13,6 @@ import pytest
 from conformance.cases import read_case
 from conformance.catalogue import CATALOGUE
 from conformance.report import (
-    RunInfo,
     _clip,
     replay_command,
     save_failure_cases,
@@ -24,20 +22,7 @@ from conformance.report import (
 )
 from conformance.runner import Failure, Result, Status
 from tests.conformance.case_files_support import ascii_process_locale
-
-TARGET = "python:engine.reference (embedded fakels)"
-
-
-def _fail(message: str, case: dict[str, object] | None = None, kind: Status = Status.FAIL) -> Failure:
-    return Failure(kind, message, case, {"journal": [{"rpc": "SendUserCascadeMessage"}]} if case else {})
-
-
-def _failed(
-    inv_id: str, failures: list[Failure], status: Status = Status.FAIL, seconds: float = 0.0, examples: int = 0
-) -> Result:
-    first = failures[0]
-    return Result(CATALOGUE[inv_id], status, first.message, first.case, first.evidence, seconds, examples, failures)
-
+from tests.conformance.report_support import TARGET, fail, failed
 
 # --- summary lines -------------------------------------------------------------------------------
 
@@ -69,8 +54,8 @@ def test_the_statement_column_lines_up_with_and_without_figures() -> None:
 
 
 def test_a_long_verdict_pushes_the_figures_instead_of_being_cut() -> None:
-    failures = [_fail("no typed error", {"stream": True}), _fail("a [DONE] after the error", {"stream": False})]
-    line = summary_line(_failed("SO-1", failures, seconds=2.0, examples=9))
+    failures = [fail("no typed error", {"stream": True}), fail("a [DONE] after the error", {"stream": False})]
+    line = summary_line(failed("SO-1", failures, seconds=2.0, examples=9))
     assert line.startswith("SO-1     fail (2 distinct failures)    9 ex   2.00s  A non-conforming answer")
 
 
@@ -139,11 +124,11 @@ def test_the_replay_command_quotes_paths_and_omits_a_missing_target() -> None:
 
 def test_every_distinct_failure_with_a_case_is_saved_numbered_by_its_position(tmp_path: Path) -> None:
     failures = [
-        _fail("4 images attached, cap is 4; got 5", {"turns": 3}),
-        _fail("the target misbehaved: reset", None, Status.ERROR),
-        _fail("byte bound exceeded", {"turns": 1, "bytes": 1600001}),
+        fail("4 images attached, cap is 4; got 5", {"turns": 3}),
+        fail("the target misbehaved: reset", None, Status.ERROR),
+        fail("byte bound exceeded", {"turns": 1, "bytes": 1600001}),
     ]
-    saved = save_failure_cases([_failed("IMG-3", failures, Status.ERROR)], tmp_path, TARGET)
+    saved = save_failure_cases([failed("IMG-3", failures, Status.ERROR)], tmp_path, TARGET)
     assert saved == {"IMG-3": [tmp_path / "cases" / "img-3.json", tmp_path / "cases" / "img-3-3.json"]}
     assert sorted(p.name for p in (tmp_path / "cases").iterdir()) == ["img-3-3.json", "img-3.json"]
     first, third = (read_case(p) for p in saved["IMG-3"])
@@ -161,8 +146,8 @@ def test_every_distinct_failure_with_a_case_is_saved_numbered_by_its_position(tm
 
 
 def test_a_second_failure_is_saved_beside_the_first_not_over_it(tmp_path: Path) -> None:
-    failures = [_fail("no typed error", {"stream": True}), _fail("a [DONE] after the error", {"stream": False})]
-    saved = save_failure_cases([_failed("SO-1", failures)], tmp_path, TARGET)
+    failures = [fail("no typed error", {"stream": True}), fail("a [DONE] after the error", {"stream": False})]
+    saved = save_failure_cases([failed("SO-1", failures)], tmp_path, TARGET)
     assert saved == {"SO-1": [tmp_path / "cases" / "so-1.json", tmp_path / "cases" / "so-1-2.json"]}
     assert [read_case(p).case for p in saved["SO-1"]] == [{"stream": True}, {"stream": False}]
 
@@ -213,7 +198,7 @@ def _a_run() -> list[Result]:
     return [
         Result(CATALOGUE["WIRE-1"], Status.PASS, seconds=1.25, examples=40),
         Result(CATALOGUE["WIRE-2"], Status.PARTIAL, "partial: journal not exposed by the target", seconds=0.5),
-        _failed("SO-1", [_fail("no typed error", {"stream": True})], seconds=0.0006, examples=3),
+        failed("SO-1", [fail("no typed error", {"stream": True})], seconds=0.0006, examples=3),
         Result(CATALOGUE["WIRE-3"], Status.ERROR, "the target misbehaved: hung\nafter 30 s", seconds=2.0),
         Result(CATALOGUE["SO-2"], Status.UNEXPECTED_PASS, "listed as a known failure (issue 7) but it passes"),
         Result(CATALOGUE["SO-3"], Status.KNOWN_FAILURE, "issue 9: frames reordered", {"n": 2}),
@@ -296,10 +281,10 @@ def test_a_known_failure_that_passes_fails_with_its_message(tmp_path: Path) -> N
 
 def test_every_distinct_failure_is_in_the_junit_text_with_its_case(tmp_path: Path) -> None:
     failures = [
-        _fail("4 images attached\ncap is 4", {"turns": 3, "caption": 'café <b> & "q"'}),
-        _fail("the kit's check raised KeyError: 'x'", None, Status.ERROR),
+        fail("4 images attached\ncap is 4", {"turns": 3, "caption": 'café <b> & "q"'}),
+        fail("the kit's check raised KeyError: 'x'", None, Status.ERROR),
     ]
-    case = _testcase(_junit([_failed("IMG-3", failures)], tmp_path / "junit.xml"), "IMG-3")
+    case = _testcase(_junit([failed("IMG-3", failures)], tmp_path / "junit.xml"), "IMG-3")
     assert _verdict(case) == "fail (2 distinct failures)"
     failure = case.find("failure")
     assert failure is not None
@@ -327,258 +312,6 @@ def test_the_junit_file_is_utf8_with_a_declaration(tmp_path: Path) -> None:
     assert "«no field 6»".encode() in raw
 
 
-# --- the Markdown report -------------------------------------------------------------------------
-
-
-def _markdown(
-    results: list[Result], tmp_path: Path, target_spec: str | None = "python:engine", flags: str | None = None
-) -> list[str]:
-    """The report's lines; without ``flags`` the target needs no options besides ``--target``."""
-    cases = save_failure_cases(results, tmp_path, TARGET)
-    path = tmp_path / "deep" / "md" / "report.md"
-    if flags is None:
-        assert write_markdown(results, path, TARGET, target_spec, cases) == path
-    else:
-        assert write_markdown(results, path, TARGET, target_spec, cases, flags) == path
-    text = path.read_text(encoding="utf-8")
-    assert text.endswith("```\n")
-    return text.split("\n")[:-1]
-
-
-@pytest.mark.parametrize(
-    ("shrunk", "heading"), [(True, "Minimal counterexample:"), (False, "Counterexample (as found, not shrunk):")]
-)
-def test_the_case_heading_says_whether_the_case_was_shrunk(tmp_path: Path, shrunk: bool, heading: str) -> None:
-    failure = Failure(Status.FAIL, "wrong", {"n": 7}, {}, shrunk=shrunk)
-    lines = _markdown([_failed("SO-1", [failure])], tmp_path)
-    assert [line for line in lines if "ounterexample" in line] == [heading]
-
-
-def test_the_markdown_report_shows_the_table_and_each_failure_with_case_wire_and_replay(tmp_path: Path) -> None:
-    failure = Failure(Status.FAIL, "two error frames, expected one", {"stream": True}, {"frames": ["data: é"]})
-    results = [
-        Result(CATALOGUE["WIRE-1"], Status.PASS, seconds=2.5, examples=40),
-        Result(CATALOGUE["STORE-8"], Status.NOT_CHECKABLE, "it lacks store"),
-        _failed("SO-1", [failure], seconds=0.126, examples=7),
-    ]
-    results[0].refused, results[0].unjudged = 3, 2
-    results[0].reasons = {"the target refused the input: 400 seed": 3, "no resume": 2}
-    assert _markdown(results, tmp_path, flags=" --api-key 'k 1'") == [
-        "# Conformance report",
-        "",
-        f"Target: `{TARGET}`",
-        "",
-        "| invariant | result | judged | refused | not judged | seconds |",
-        "|---|---|---|---|---|---|",
-        "| WIRE-1 | pass | 40 | 3 | 2 | 2.50 |",
-        "| STORE-8 | not checkable | 0 | 0 | 0 | 0.00 |",
-        "| SO-1 | fail | 7 | 0 | 0 | 0.13 |",
-        "",
-        "## What was not judged",
-        "",
-        "- **WIRE-1** (pass): 40 judged, 3 refused, 2 not judged; not judged: the target refused the input: 400 seed "
-        "(3 examples); no resume (2 examples)",
-        "- **STORE-8** (not checkable): it lacks store",
-        "",
-        "## What each invariant states",
-        "",
-        f"- **WIRE-1** (pass): {CATALOGUE['WIRE-1'].statement}",
-        f"- **STORE-8** (not checkable): {CATALOGUE['STORE-8'].statement}",
-        f"- **SO-1** (fail): {CATALOGUE['SO-1'].statement}",
-        "",
-        "## SO-1: fail",
-        "",
-        f"> {CATALOGUE['SO-1'].statement}",
-        "",
-        "```",
-        "two error frames, expected one",
-        "```",
-        "",
-        "Minimal counterexample:",
-        "",
-        "```json",
-        "{",
-        '  "stream": true',
-        "}",
-        "```",
-        "",
-        "What the fake and the target saw (decoded):",
-        "",
-        "```json",
-        "{",
-        '  "frames": [',
-        '    "data: é"',
-        "  ]",
-        "}",
-        "```",
-        "",
-        "Replay exactly this case:",
-        "",
-        "```",
-        f"cascade-conformance replay {tmp_path}/cases/so-1.json --target python:engine --api-key 'k 1'",
-        "```",
-    ]
-
-
-def test_results_without_distinct_failures_show_their_message(tmp_path: Path) -> None:
-    results = [
-        Result(CATALOGUE["WIRE-2"], Status.PARTIAL, "partial: journal not exposed by the target", examples=5),
-        Result(CATALOGUE["SO-2"], Status.UNEXPECTED_PASS, "listed as a known failure (issue 7) but it passes"),
-    ]
-    lines = _markdown(results, tmp_path)
-    assert lines[lines.index("## WIRE-2: pass (partial: journal not exposed by the target)") :] == [
-        "## WIRE-2: pass (partial: journal not exposed by the target)",
-        "",
-        f"> {CATALOGUE['WIRE-2'].statement}",
-        "",
-        "```",
-        "partial: journal not exposed by the target",
-        "```",
-        "",
-        "## SO-2: known failure passed",
-        "",
-        f"> {CATALOGUE['SO-2'].statement}",
-        "",
-        "```",
-        "listed as a known failure (issue 7) but it passes",
-        "```",
-    ]
-
-
-def test_a_known_failure_shows_its_case_and_replay_without_a_target(tmp_path: Path) -> None:
-    known = Result(CATALOGUE["SO-3"], Status.KNOWN_FAILURE, "issue 9: frames reordered", {"n": 2}, {"frames": 2})
-    lines = _markdown([known], tmp_path, target_spec=None)
-    assert lines[lines.index("## SO-3: known failure") :] == [
-        "## SO-3: known failure",
-        "",
-        f"> {CATALOGUE['SO-3'].statement}",
-        "",
-        "```",
-        "issue 9: frames reordered",
-        "```",
-        "",
-        "Minimal counterexample:",
-        "",
-        "```json",
-        "{",
-        '  "n": 2',
-        "}",
-        "```",
-        "",
-        "What the fake and the target saw (decoded):",
-        "",
-        "```json",
-        "{",
-        '  "frames": 2',
-        "}",
-        "```",
-        "",
-        "Replay exactly this case:",
-        "",
-        "```",
-        f"cascade-conformance replay {tmp_path}/cases/so-3.json",
-        "```",
-    ]
-
-
-def test_each_distinct_failure_gets_a_heading_and_replays_its_own_case(tmp_path: Path) -> None:
-    failures = [
-        Failure(Status.FAIL, "5 images attached", {"turns": 3}, {}),
-        Failure(Status.ERROR, "the target misbehaved: reset", None, {}),
-        Failure(Status.FAIL, "bytes over the bound", {"turns": 1}, {}),
-    ]
-    lines = _markdown([_failed("IMG-3", failures, Status.ERROR)], tmp_path)
-    section = lines[lines.index("## IMG-3: error (3 distinct failures)") :]
-    assert section[4:] == [
-        "### Failure 1 of 3 (fail)",
-        "",
-        "```",
-        "5 images attached",
-        "```",
-        "",
-        "Minimal counterexample:",
-        "",
-        "```json",
-        "{",
-        '  "turns": 3',
-        "}",
-        "```",
-        "",
-        "Replay exactly this case:",
-        "",
-        "```",
-        f"cascade-conformance replay {tmp_path}/cases/img-3.json --target python:engine",
-        "```",
-        "",
-        "### Failure 2 of 3 (error)",
-        "",
-        "```",
-        "the target misbehaved: reset",
-        "```",
-        "",
-        "### Failure 3 of 3 (fail)",
-        "",
-        "```",
-        "bytes over the bound",
-        "```",
-        "",
-        "Minimal counterexample:",
-        "",
-        "```json",
-        "{",
-        '  "turns": 1',
-        "}",
-        "```",
-        "",
-        "Replay exactly this case:",
-        "",
-        "```",
-        f"cascade-conformance replay {tmp_path}/cases/img-3-3.json --target python:engine",
-        "```",
-    ]
-
-
-def test_two_distinct_failures_are_numbered_one_of_two_and_two_of_two(tmp_path: Path) -> None:
-    failures = [Failure(Status.FAIL, "no typed error", None, {}), Failure(Status.ERROR, "reset", None, {})]
-    lines = _markdown([_failed("SO-1", failures, Status.ERROR)], tmp_path)
-    assert [line for line in lines if line.startswith("#")] == [
-        "# Conformance report",
-        "## What each invariant states",
-        "## SO-1: error (2 distinct failures)",
-        "### Failure 1 of 2 (fail)",
-        "### Failure 2 of 2 (error)",
-    ]
-
-
-def test_no_replay_command_is_printed_for_cases_that_were_not_saved(tmp_path: Path) -> None:
-    failures = [Failure(Status.FAIL, "a", None, {}), Failure(Status.FAIL, "b", {"turns": 1}, {})]
-    result = _failed("IMG-3", failures)
-    for cases in ({}, {"IMG-3": [tmp_path / "x.json", tmp_path / "y.json"]}):
-        text = write_markdown([result], tmp_path / "report.md", TARGET, "python:engine", cases).read_text()
-        assert "Minimal counterexample:" in text
-        assert "Replay exactly this case:" not in text
-
-
-@pytest.mark.parametrize(("extra", "clipped"), [(-1, False), (0, False), (1, True)])
-def test_long_json_is_cut_at_20000_characters_with_a_count_of_the_rest(
-    tmp_path: Path, extra: int, clipped: bool
-) -> None:
-    case = {"k": "x" * (20000 - len('{\n  "k": ""\n}') + extra)}
-    full = json.dumps(case, indent=2)
-    assert len(full) == 20000 + extra
-    result = _failed("IMG-8", [Failure(Status.FAIL, "differs", case, {})])
-    text = write_markdown([result], tmp_path / "report.md", TARGET, None, {}).read_text(encoding="utf-8")
-    shown = full[:20000] + "\n... (1 more characters)" if clipped else full
-    assert f"```json\n{shown}\n```\n" in text
-
-
-def test_evidence_that_is_not_json_is_shown_as_text(tmp_path: Path) -> None:
-    evidence = {"frame": b"\x00\x01", "at": Path("/tmp/x")}
-    result = _failed("WIRE-3", [Failure(Status.FAIL, "no gRPC status", None, evidence)])
-    text = write_markdown([result], tmp_path / "report.md", TARGET, None, {}).read_text(encoding="utf-8")
-    assert '{\n  "frame": "b\'\\\\x00\\\\x01\'",\n  "at": "/tmp/x"\n}' in text
-
-
 def test_writing_the_same_run_twice_gives_identical_reports(tmp_path: Path) -> None:
     outputs = []
     for run in ("a", "b"):
@@ -601,35 +334,8 @@ def ascii_locale() -> Iterator[None]:
 
 @pytest.mark.usefixtures("ascii_locale")
 def test_the_reports_are_utf8_whatever_the_locale(tmp_path: Path) -> None:
-    result = _failed("IMG-1", [Failure(Status.FAIL, "caption «café…» lost", {"caption": "é"}, {})])
+    result = failed("IMG-1", [Failure(Status.FAIL, "caption «café…» lost", {"caption": "é"}, {})])
     markdown = write_markdown([result], tmp_path / "report.md", TARGET, None, {})
     junit = write_junit([result], tmp_path / "junit.xml", TARGET)
     assert "```\ncaption «café…» lost\n```" in markdown.read_bytes().decode("utf-8")
     assert ET.parse(junit).getroot().findtext("testcase/failure", "").startswith("[fail] caption «café…» lost")
-
-
-@pytest.mark.parametrize(
-    ("info", "lines"),
-    [
-        (
-            RunInfo("0.1.0", "ci", None, True, None, "2026-12-03T12:00:00+00:00"),
-            [
-                "- Kit: cascade-conformance 0.1.0",
-                "- Profile: ci (derandomized), shrinking on, the profile's examples per invariant",
-                "- Started: 2026-12-03T12:00:00+00:00",
-            ],
-        ),
-        (
-            RunInfo("0.1.0", "thorough", 1234, False, 5, "2026-12-03T12:00:00+00:00"),
-            [
-                "- Kit: cascade-conformance 0.1.0",
-                "- Profile: thorough (seed 1234), shrinking off, at most 5 examples per invariant",
-                "- Started: 2026-12-03T12:00:00+00:00",
-            ],
-        ),
-    ],
-)
-def test_the_report_says_what_was_run(tmp_path: Path, info: RunInfo, lines: list[str]) -> None:
-    path = write_markdown([Result(CATALOGUE["WIRE-1"], Status.PASS)], tmp_path / "r.md", TARGET, None, {}, info=info)
-    text = path.read_text(encoding="utf-8").splitlines()
-    assert text[:7] == ["# Conformance report", "", f"Target: `{TARGET}`", "", *lines]
