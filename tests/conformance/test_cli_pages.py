@@ -69,8 +69,8 @@ usage: cascade-conformance run [-h] [--target TARGET] [--call-timeout CALL_TIMEO
 
 options:
   -h, --help            show this help message and exit
-  --target TARGET       python:PKG.MODULE:FACTORY, exec:COMMAND or http://127.0.0.1:PORT (port 0 with --launch: the
-                        kit picks one) (default: the reference)
+  --target TARGET       python:PKG.MODULE:FACTORY, exec:COMMAND, http://127.0.0.1:PORT (port 0 with --launch: the kit
+                        picks one) or reference (the default)
   --call-timeout CALL_TIMEOUT
                         seconds an adapter may take per call (default: calibrated), or an HTTP request (default: 120)
   --only ONLY           comma-separated invariant IDs or families, in any case, e.g. WIRE or wire-1,WIRE-3 (default:
@@ -111,8 +111,8 @@ positional arguments:
 
 options:
   -h, --help            show this help message and exit
-  --target TARGET       python:PKG.MODULE:FACTORY, exec:COMMAND or http://127.0.0.1:PORT (port 0 with --launch: the
-                        kit picks one) (default: the reference)
+  --target TARGET       python:PKG.MODULE:FACTORY, exec:COMMAND, http://127.0.0.1:PORT (port 0 with --launch: the kit
+                        picks one) or reference (the default)
   --call-timeout CALL_TIMEOUT
                         seconds an adapter may take per call (default: calibrated), or an HTTP request (default: 120)
   --cache-dir CACHE_DIR
