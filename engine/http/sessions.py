@@ -34,7 +34,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from engine.http.errors import ApiError, bad_request
-from engine.http.front import Caller
+from engine.http.front import Caller, error_response
 from engine.sessions.items import History, Item, ToolCall, ToolResult
 from engine.sessions.log import SessionLog
 from engine.sessions.views import compaction_input, exploration_view
@@ -207,7 +207,7 @@ class SessionRoutes:
             if start > len(history.items):
                 raise bad_request(f"'start' is past the session's {len(history.items)} items", param="start")
         except ApiError as exc:
-            return JSONResponse(exc.body(), status_code=exc.status)
+            return error_response(exc)
         return JSONResponse(
             {
                 "id": session_id,
