@@ -20,7 +20,7 @@ from conformance.catalogue import CATALOGUE, FAMILIES
 from conformance.errors import TargetError, TargetSpecError
 from conformance.known_failures import KnownFailure, KnownFailuresError, apply_known_failure, load_known_failures
 from conformance.operations import HTTP_TARGET_OPERATIONS, OPERATIONS, PROTOCOL_VERSION, capability_schema
-from conformance.options import declared_flags, http_values
+from conformance.options import declared_flags, given_words, http_values
 from conformance.profiles import PROFILES
 from conformance.properties import Property, properties
 from conformance.report import (
@@ -129,25 +129,7 @@ def _target_words(args: argparse.Namespace) -> tuple[str, ...]:
 
 
 def _http_flag_words(args: argparse.Namespace) -> list[str]:
-    words: list[str] = []
-    for flag, value in (
-        ("--launch", args.launch),
-        ("--launch-cwd", args.launch_cwd),
-        ("--ls-wiring", args.ls_wiring),
-        ("--model", args.model),
-        ("--ledger-path", args.ledger_path),
-        ("--ready-timeout", args.ready_timeout),
-        ("--store-limits", args.store_limits),
-        ("--rate-limit-wait", args.rate_limit_wait),
-    ):
-        if value is not None:
-            words += [flag, str(value)]
-    if args.native_bridge:
-        words.append("--native-bridge")
-    for flag, values in (("--launch-env", args.launch_env), ("--api-key", args.api_key)):
-        for value in values:
-            words += [flag, value]
-    return words
+    return given_words("cli", lambda flag: getattr(args, flag.dest))
 
 
 def _kit_version() -> str:

@@ -195,3 +195,20 @@ def http_values(value_of: Callable[[HttpFlag], Any]) -> dict[str, Any]:
     """The keyword arguments of ``http_options`` for every flag, each value read by ``value_of`` (a
     switch's as a bool)."""
     return {flag.keyword: bool(value_of(flag)) if flag.switch else value_of(flag) for flag in HTTP_FLAGS}
+
+
+def given_words(front: Front, value_of: Callable[[HttpFlag], Any]) -> list[str]:
+    """The flags given, as the words of a ``front`` command line that repeats them (the replay commands):
+    flags with one value in :data:`HTTP_FLAGS`'s order, then switches, then repeatable flags once per
+    value. ``value_of`` reads a flag's value (None, False or empty: not given)."""
+    words: list[str] = []
+    for flag in sorted(HTTP_FLAGS, key=lambda flag: (flag.repeated, flag.switch)):
+        value = value_of(flag)
+        if flag.repeated:
+            for item in value or ():
+                words += [flag.option(front), item]
+        elif flag.switch:
+            words += [flag.option(front)] if value else []
+        elif value is not None:
+            words += [flag.option(front), str(value)]
+    return words
