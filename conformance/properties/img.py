@@ -127,20 +127,27 @@ def check_lines(sent: Sent, expected: Model, ordinal_of: Callable[[Slot], int | 
     others) appears in the prompt, oldest first, and the current turn's text after them. Only the
     texts are judged, inside whatever framing the gateway puts around turns (role lines, tags, its
     own system and identity lines): no statement asks for a framing."""
-    text = sent.text.replace("<\\/", "</")  # a framing that escapes closing tags in turn texts
+    text = _unescaped(sent.text)
     at = 0
-    for body in expected.bodies(ordinal_of):
+    for body in map(_unescaped, expected.bodies(ordinal_of)):
         found = text.find(body, at)
         assert found >= 0, (
             f"a replayed turn is not in the prompt as expected (attached blocks as markers, the rest as "
             f"placeholders)\n  expected text: {body!r}\n  prompt from offset {at}: {text[at:][:600]!r}"
         )
         at = found + len(body)
-    current = expected.current_text
+    current = _unescaped(expected.current_text)
     assert text.find(current, at) >= 0, (
         f"the current turn's text {current!r} is not in the prompt after the replayed turns; the prompt from "
         f"offset {at}: {text[at:][:600]!r}"
     )
+
+
+def _unescaped(text: str) -> str:
+    """``text`` read modulo a framing that escapes closing tags in turn texts (``</human>`` written as
+    ``<\\/human>``): applied to the prompt and to the expected texts alike, so a turn whose own text
+    holds ``<\\/`` is found as it was sent."""
+    return text.replace("<\\/", "</")
 
 
 # ---------------------------------------------------------------------------- IMG-1
