@@ -282,7 +282,7 @@ def _update_panel_with_user_status(cascade_id: str) -> Example:
     )
 
 
-def _cancel(message_type: type[Message]) -> Callable[[str], Example]:
+def _cancel(message_type: Callable[..., Message]) -> Callable[[str], Example]:
     def build(cascade_id: str) -> Example:
         return message_type(cascade_id=cascade_id), {"cascade_id": cascade_id}
 
