@@ -11,6 +11,7 @@ import shutil
 import signal
 import sys
 import textwrap
+from dataclasses import replace
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -18,6 +19,7 @@ from pathlib import Path
 from conformance.cases import CaseFileError, read_case
 from conformance.catalogue import CATALOGUE, FAMILIES
 from conformance.errors import TargetError, TargetSpecError
+from conformance.interrupts import InterruptWatch, exit_code_of, say_still_stopping, signal_name, stop_signals_interrupt
 from conformance.known_failures import KnownFailure, KnownFailuresError, apply_known_failure, load_known_failures
 from conformance.operations import HTTP_TARGET_OPERATIONS, OPERATIONS, PROTOCOL_VERSION, capability_schema
 from conformance.options import declared_flags, given_words, http_values
@@ -180,16 +182,20 @@ def main(argv: list[str] | None = None) -> int:
     # not at import: importing the command changes nothing.
     os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     args = _parser().parse_args(argv)
-    try:
-        return _command(args)
-    except BrokenPipeError:
-        # The reader went away (`cascade-conformance list | head`): stop quietly, as a process a closed
-        # pipe ends does, and keep the interpreter's last flush from failing on it again.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_BROKEN_PIPE
+    with stop_signals_interrupt(say_still_stopping) as watch:
+        try:
+            return _command(args, watch)
+        except BrokenPipeError:
+            # The reader went away (`cascade-conformance list | head`): stop quietly, as a process a closed
+            # pipe ends does, and keep the interpreter's last flush from failing on it again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return EXIT_BROKEN_PIPE
+        except KeyboardInterrupt as exc:  # before a run began (starting the target) or in a replay
+            print(f"\ncascade-conformance: interrupted ({signal_name(exc)}); nothing was judged", file=sys.stderr)
+            return exit_code_of(exc)
 
 
-def _command(args: argparse.Namespace) -> int:
+def _command(args: argparse.Namespace, watch: InterruptWatch) -> int:
     try:
         if args.command == "list":
             return _list()
@@ -201,8 +207,8 @@ def _command(args: argparse.Namespace) -> int:
             with hypothesis_storage(args.cache_dir or DEFAULT_REPORT / "hypothesis"):
                 return _replay(args)
         with hypothesis_storage(args.cache_dir or args.report / "hypothesis"):
-            code = _run(args)
-        if args.only is None:
+            code = _run(args, watch)
+        if args.only is None and not watch.received:
             print(_not_yet_implemented_line())
         return code
     except (TargetSpecError, KnownFailuresError, CaseFileError, KeyError, ValueError) as exc:
@@ -226,19 +232,19 @@ def _not_yet_implemented_line() -> str:
     )
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, watch: InterruptWatch) -> int:
     loggers = [logging.getLogger(name) for name in ("engine", "fakels")]
     levels = [logger.level for logger in loggers]
     for logger in loggers:
         logger.setLevel(args.log_level)
     try:
-        return _run_with_logging_set(args)
+        return _run_with_logging_set(args, watch)
     finally:  # main() may run in a host process (tests, an embedding tool): leave its logging as found
         for logger, level in zip(loggers, levels, strict=True):
             logger.setLevel(level)
 
 
-def _run_with_logging_set(args: argparse.Namespace) -> int:
+def _run_with_logging_set(args: argparse.Namespace, watch: InterruptWatch) -> int:
     chosen = select(args.only.split(",") if args.only is not None else None)
     known = load_known_failures(args.known_failures) if args.known_failures else {}
     target = _load_target(args)
@@ -251,20 +257,55 @@ def _run_with_logging_set(args: argparse.Namespace) -> int:
         shrink=args.shrink,
     )
     info = RunInfo(_kit_version(), args.profile, args.seed, args.shrink, args.max_examples, _now_utc())
+    results, stopped = _run_chosen(chosen, target, options, known, watch)
+    with watch.shield():  # a signal now must not cut short the report of what finished
+        return _report(args, target, results, replace(info, interrupted=stopped), stopped, watch)
+
+
+def _run_chosen(
+    chosen: list[Property],
+    target: Target,
+    options: RunOptions,
+    known: dict[str, KnownFailure],
+    watch: InterruptWatch,
+) -> tuple[list[Result], str | None]:
+    """The verdicts of the invariants that finished, and ``interrupted during SO-2: 1 of 7 finished``
+    when a stop signal ended the run (the verdict in progress then is dropped: the signal may have
+    reached the target too). The target is closed, and what it launched reaped, either way."""
     results: list[Result] = []
+    current: Property | None = None
+    stopped = None
     try:
         print(f"target: {target.description}", file=sys.stderr)
         for index, prop in enumerate(chosen, start=1):
+            current = prop
             print(f"[{index}/{len(chosen)}] {prop.invariant.id} ...", end="", file=sys.stderr, flush=True)
             try:
-                result = _run_one(prop, target, options, known.get(prop.invariant.id))
+                result = _run_one(prop, target, options, known.get(prop.invariant.id), watch)
+                watch.check()
             except BaseException:
-                print(file=sys.stderr, flush=True)  # the error that stops the run gets a line of its own
+                print(file=sys.stderr, flush=True)  # what stops the run gets a line of its own
                 raise
-            print(f" {result.line} ({result.seconds:.1f}s)", file=sys.stderr, flush=True)
             results.append(result)
+            current = None
+            print(f" {result.line} ({result.seconds:.1f}s)", file=sys.stderr, flush=True)
+    except KeyboardInterrupt:
+        where = f"during {current.invariant.id}" if current is not None else "between invariants"
+        stopped = f"interrupted {where}: {len(results)} of {len(chosen)} finished"
     finally:
-        target.close()
+        with watch.shield():
+            target.close()
+    return results, stopped
+
+
+def _report(
+    args: argparse.Namespace,
+    target: Target,
+    results: list[Result],
+    info: RunInfo,
+    stopped: str | None,
+    watch: InterruptWatch,
+) -> int:
     gateway_log = _save_gateway_output(target, args.report)
     cases = save_failure_cases(results, args.report, target.description, _target_words(args))
     junit = write_junit(results, args.report / "junit.xml", target.description)
@@ -284,14 +325,9 @@ def _run_with_logging_set(args: argparse.Namespace) -> int:
         if detail is not None:
             print(detail)
     unexpected = [r for r in results if not r.status.ok]
-    print(
-        f"{len(results)} invariant(s): "
-        + ", ".join(
-            f"{sum(1 for r in results if r.status == s)} {s.value}"
-            for s in Status
-            if any(r.status == s for r in results)
-        )
-    )
+    statuses = {r.status for r in results}
+    counts = ", ".join(f"{sum(1 for r in results if r.status == s)} {s.value}" for s in Status if s in statuses)
+    print(f"{len(results)} invariant(s)" + (f": {counts}" if counts else ""))
     print(f"reports: {markdown} {junit}" + (f" {gateway_log}" if gateway_log else ""))
     for result in unexpected:
         messages = [f.message for f in result.failures] or [result.message]
@@ -300,6 +336,11 @@ def _run_with_logging_set(args: argparse.Namespace) -> int:
             print(f"\n{result.invariant.id} {result.status.value}{counter}: {message}")
         for path in cases.get(result.invariant.id, []):
             print(f"  replay: {replay_command(path, args.target, _http_flags(args), _program())}")
+    if stopped is not None or watch.received:
+        print(
+            f"\n{stopped or 'interrupted while the report was written: every invariant had finished'}", file=sys.stderr
+        )
+        return watch.exit_code
     if results and not any(r.judged for r in results):
         print(
             f"\nnothing was judged: all {len(results)} invariant(s) were not checkable on this target (the reasons "
@@ -322,11 +363,13 @@ def _save_gateway_output(target: Target, report: Path) -> Path | None:
     return path
 
 
-def _run_one(prop: Property, target: Target, options: RunOptions, known: KnownFailure | None) -> Result:
+def _run_one(
+    prop: Property, target: Target, options: RunOptions, known: KnownFailure | None, watch: InterruptWatch
+) -> Result:
     if known is not None and known.case:
         result = replay_case(prop, target, read_case(known.case).case)
     else:
-        result = run_property(prop, target, options)
+        result = run_property(prop, target, options, checkpoint=watch.check)
     return apply_known_failure(result, known)
 
 

@@ -22,6 +22,9 @@ cascade-conformance::WIRE-1`` or ``--cascade-only``). Verdicts:
 - not checkable -> skipped with the reason;
 - a listed known failure that fails -> xfail; one that passes -> failed: remove it from the list.
 
+Ctrl-C and SIGTERM end the session as interrupted (pytest's exit code 2): the invariant in progress
+gets no verdict, and the target is closed, whatever it launched reaped, before pytest exits.
+
 Hypothesis keeps its storage (example database, constants cache) in ``--cascade-cache-dir``
 (default ``<rootdir>/.cascade-cache``) while the suite's items run, never in ``.hypothesis/``
 of the working directory; the user's own Hypothesis tests are left as they are.
@@ -29,6 +32,7 @@ of the working directory; the user's own Hypothesis tests are left as they are.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
@@ -45,6 +49,7 @@ from conformance.profiles import PROFILES
 # are imported in pytest_configure of such a run, never here (Hypothesis alone costs every other
 # pytest session over a second). Not even fakels: a project of the user's may have a package of that name.
 if TYPE_CHECKING:
+    from conformance.interrupts import InterruptWatch
     from conformance.known_failures import KnownFailure
     from conformance.properties import Case, Property
     from conformance.runner import Result, RunOptions
@@ -94,6 +99,7 @@ class _Suite:
     pinned: dict[str, Case]
     options: RunOptions
     cache_dir: Path
+    watch: InterruptWatch
 
 
 _SUITE_KEY = pytest.StashKey[_Suite]()
@@ -129,6 +135,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--cascade-only: {_one_line(exc)}") from None
     known, pinned = _known_failures(config)
     cache_dir = _cache_dir(config)
+    watch = _stop_signals_interrupt(config)
     try:
         target = load_target(spec, http=_http_options(config, spec))
     except TargetSpecError as exc:
@@ -141,7 +148,19 @@ def pytest_configure(config: pytest.Config) -> None:
         database=cache_dir / "examples",
         shrink=not config.getoption("--cascade-no-shrink"),
     )
-    config.stash[_SUITE_KEY] = _Suite(target, props, known, pinned, options, cache_dir)
+    config.stash[_SUITE_KEY] = _Suite(target, props, known, pinned, options, cache_dir, watch)
+
+
+def _stop_signals_interrupt(config: pytest.Config) -> InterruptWatch:
+    """SIGTERM (what ``timeout`` and CI runners send) interrupts the session as Ctrl-C does, so pytest
+    ends it as interrupted and the cleanups run: the target is closed and what it launched reaped.
+    Only in a session that runs the suite; the handlers are restored at its end."""
+    from conformance.interrupts import say_still_stopping, stop_signals_interrupt
+
+    stack = contextlib.ExitStack()
+    watch = stack.enter_context(stop_signals_interrupt(say_still_stopping))
+    config.add_cleanup(stack.close)  # registered before the target's close: runs after it
+    return watch
 
 
 def _http_options(config: pytest.Config, spec: str) -> HttpOptions | None:
@@ -223,7 +242,7 @@ class InvariantItem(pytest.Item):
             if inv_id in suite.pinned:
                 result = replay_case(self.prop, suite.target, suite.pinned[inv_id])
             else:
-                result = run_property(self.prop, suite.target, suite.options)
+                result = run_property(self.prop, suite.target, suite.options, checkpoint=suite.watch.check)
         self._judge(result, suite.known.get(inv_id))
 
     def _judge(self, result: Result, known: KnownFailure | None) -> None:

@@ -53,6 +53,7 @@ class RunInfo:
     shrink: bool
     max_examples: int | None  # None: the profile's
     started: str  # ISO 8601, UTC
+    interrupted: str | None = None  # ``interrupted during SO-2: 1 of 7 finished``
 
     def lines(self) -> list[str]:
         seed = f"seed {self.seed}" if self.seed is not None else "derandomized"
@@ -63,6 +64,11 @@ class RunInfo:
             f"- Kit: {PROGRAM} {self.version}",
             f"- Profile: {self.profile} ({seed}), shrinking {'on' if self.shrink else 'off'}, {examples} per invariant",
             f"- Started: {self.started}",
+            *(
+                [f"- **Stopped early**: {self.interrupted}; the invariants not listed below were not run"]
+                if self.interrupted
+                else []
+            ),
         ]
 
 

@@ -182,13 +182,19 @@ def hypothesis_settings(options: RunOptions, prop: Property) -> settings:
     )
 
 
-def run_property(prop: Property, target: Target, options: RunOptions) -> Result:
+def run_property(
+    prop: Property, target: Target, options: RunOptions, checkpoint: Callable[[], None] | None = None
+) -> Result:
+    """``checkpoint`` is called before each example; it stops the run by raising a BaseException (an
+    interrupt the command noticed late)."""
     lacking = _lacking(prop, target)
     if lacking is not None:
         return lacking
     seen = _Seen()
 
     def attempt(case: Case) -> None:
+        if checkpoint is not None:
+            checkpoint()
         seen.examples += 1
         evidence = Evidence()
         try:

@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+from conformance.interrupts import exit_code_of, say_still_stopping, signal_name, stop_signals_interrupt
 from mutations.matrix import coverage_problems, invariants_with_tests, kill_matrix, write_report
 from mutations.runner import EXIT_MISBEHAVED, EXIT_NO_VERDICT, EXIT_OK, NoVerdict, Outcome, format_seconds, verify
 from mutations.spec import Spec, SpecError, default_spec_paths, load_spec, static_problems
@@ -92,18 +93,23 @@ def main(argv: list[str] | None = None) -> int:
         )
         return EXIT_NO_VERDICT if problems else EXIT_OK
     try:
-        outcome = verify(
-            specs,
-            root,
-            catalogue,
-            keep_going=args.keep_going,
-            timeout_s=args.timeout,
-            jobs=args.jobs,
-            early_stop=args.early_stop,
-        )
+        with stop_signals_interrupt(say_still_stopping):
+            outcome = verify(
+                specs,
+                root,
+                catalogue,
+                keep_going=args.keep_going,
+                timeout_s=args.timeout,
+                jobs=args.jobs,
+                early_stop=args.early_stop,
+            )
     except NoVerdict as exc:
         print(f"cascade-mutations: no verdict: {exc}", file=sys.stderr)
         return EXIT_NO_VERDICT
+    except KeyboardInterrupt as exc:
+        # verify() has ended its test runs (their process groups killed) and removed its copies.
+        print(f"\ncascade-mutations: interrupted ({signal_name(exc)}): no verdict", file=sys.stderr)
+        return exit_code_of(exc)
     matrix = kill_matrix(outcome.verdicts)
     paths = write_report(matrix, args.report if args.report.is_absolute() else root / args.report)
     print("\nkill matrix (invariant: mutation -> killed by; a run stopped early names its first killer only):")

@@ -57,6 +57,9 @@ class ExecTarget(DeclaredOperations):
                 text=True,
                 encoding="utf-8",  # the protocol is UTF-8 JSON whatever the locale
                 bufsize=1,
+                # A process group of its own: the SIGINT a terminal sends the kit's group does not reach
+                # the adapter, so no verdict comes from an adapter that died of it; close() ends it.
+                process_group=0,
             )
         except OSError as exc:
             raise TargetSpecError(f"exec:{shlex.join(command)}: cannot start the adapter: {exc}") from exc
@@ -147,6 +150,9 @@ class ExecTarget(DeclaredOperations):
                 raise TargetError(self._died(f"while sending {op}")) from None
             try:
                 answer = self._lines.get(timeout=self._timeout)
+            except KeyboardInterrupt:
+                self._hung = True  # stopped mid-call: the adapter is busy, close() ends it without the grace
+                raise
             except queue.Empty:
                 self._hung = True
                 raise TargetHung(

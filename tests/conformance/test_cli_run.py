@@ -262,19 +262,31 @@ def test_the_profile_sets_how_many_examples_a_property_gets(
     assert capsys.readouterr().out.startswith(f"WIRE-1   pass                  {examples:>3} ex ")
 
 
-def test_an_interrupt_ends_the_progress_line_and_stops_the_run(
+def test_an_interrupt_ends_the_progress_line_stops_the_run_and_reports_what_finished(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def interrupted(target: Target, case: Case, evidence: Evidence) -> None:
         raise KeyboardInterrupt
 
-    only_these(monkeypatch, toy("WIRE-1", interrupted), toy("WIRE-2", PASSES))
-    with pytest.raises(KeyboardInterrupt):
-        main(["run", "--target", NOTHING, "--report", str(tmp_path)])
+    ran: list[str] = []
+
+    def counted(target: Target, case: Case, evidence: Evidence) -> None:
+        ran.append("WIRE-3")
+
+    only_these(monkeypatch, toy("WIRE-1", PASSES), toy("WIRE-2", interrupted), toy("WIRE-3", counted))
+    assert main(["run", "--target", NOTHING, "--report", str(tmp_path)]) == 130
     captured = capsys.readouterr()
-    assert captured.err == f"target: {NOTHING}\n[1/2] WIRE-1 ...\n"
-    assert captured.out == ""
-    assert not (tmp_path / "report.md").exists()
+    assert timeless(captured.err) == (
+        f"target: {NOTHING}\n[1/3] WIRE-1 ... pass (Ts)\n[2/3] WIRE-2 ...\n\n"
+        "interrupted during WIRE-2: 1 of 3 finished\n"
+    )
+    assert [line.split()[:2] for line in captured.out.splitlines()[:2]] == [["WIRE-1", "pass"], ["1", "invariant(s):"]]
+    assert "1 invariant(s): 1 pass" in captured.out
+    assert ran == []
+    report = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert "- **Stopped early**: interrupted during WIRE-2: 1 of 3 finished" in report
+    table = report.split("| invariant |")[1].split("\n\n")[0]
+    assert ("WIRE-1" in table, "WIRE-2" in table) == (True, False)
 
 
 def test_the_progress_line_shows_while_its_property_runs(
