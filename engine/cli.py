@@ -67,7 +67,8 @@ def _parser() -> argparse.ArgumentParser:
         "--poll-interval-s",
         type=float,
         default=DEFAULT_POLL_INTERVAL_S,
-        help="how often a turn polls the LS (default 0.5, the reference client's; lower against a fast fake LS)",
+        help="the longest wait between two polls of a turn (default 0.5, the reference client's); the first poll "
+        "comes after 0.05 s (or this, if shorter) and the wait doubles up to it, so quick answers come quickly",
     )
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     _store_arguments(serve.add_argument_group("response store (/v1/responses, docs/responses-api.md)"))

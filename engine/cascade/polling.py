@@ -1,12 +1,13 @@
 """The polling loop of one Cascade turn and its done rule (wire.md section 3).
 
-Each iteration sleeps one poll interval, reads every step from the turn's absolute step offset
+Each iteration sleeps one poll interval (short at first, doubling up to the reference client's;
+see :class:`PollSettings`), reads every step from the turn's absolute step offset
 (a cumulative snapshot), walks them (text and thinking deltas, tool calls deduplicated, per-step
 usage), then reads the run status. The turn is done when the run has been seen active (or the idle
 grace has passed) and then reported IDLE often enough: twice with text once nothing has grown for
-two poll intervals, four times without text. A final read of the steps at the same offset tops up
-the text. Stalls (no output at all, or output that stopped growing while the run is still active)
-and the overall cap end the loop too.
+two poll intervals (those in force when it last grew), four times without text. A final read of
+the steps at the same offset tops up the text. Stalls (no output at all, or output that stopped
+growing while the run is still active) and the overall cap end the loop too.
 
 The loop is transport-free: it takes two fetch callables, a clock and a sleep, so it can be driven
 over real gRPC or by a scripted test double.
@@ -17,7 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -33,9 +34,16 @@ EndReason = Literal["idle_done", "idle_empty", "native_tool_call", "warm_stall",
 
 @dataclass(frozen=True)
 class PollSettings:
-    """Timing of the done rule; the defaults are the reference client's (wire.md sections 1.5, 3)."""
+    """Timing of the done rule; the defaults are the reference client's (wire.md sections 1.5, 3),
+    except the first polls: the reference client waits its full interval before every poll, so no
+    turn takes less than about a second even when the LS answers at once (a fake does). Here the
+    first poll comes after ``first_poll_interval_s`` and the interval doubles from there up to
+    ``poll_interval_s``: a quick answer is seen quickly, and a long turn is polled as gently as
+    the reference client polls it (four extra polls in all)."""
 
-    poll_interval_s: float = 0.5
+    poll_interval_s: float = 0.5  # the longest wait between two polls
+    first_poll_interval_s: float = 0.05  # capped at poll_interval_s
+    poll_backoff: float = 2.0
     max_wait_s: float = 600.0
     idle_grace_s: float = 8.0
     idle_polls_with_text: int = 2
@@ -51,6 +59,13 @@ class PollSettings:
     tool_recent_growth_s: float = 60.0
     warm_stall_min_text: int = 300
     stop_on_native_proposal: bool = True
+
+    def intervals(self) -> Iterator[float]:
+        """The waits before each poll: from the first interval, times the backoff, up to the longest."""
+        interval = min(self.first_poll_interval_s, self.poll_interval_s)
+        while True:
+            yield interval
+            interval = min(interval * self.poll_backoff, self.poll_interval_s)
 
     def cold_stall_limit(self, prompt_chars: int) -> float:
         return self.cold_stall_base_s + self.cold_stall_per_chunk_s * (prompt_chars // self.cold_stall_chunk_chars)
@@ -104,6 +119,9 @@ class _Walk:
     last_growth_at: float = 0.0
     last_tool_call_at: float | None = None
     pending_step: bool = False
+    # The poll interval in force now, and when the output last grew (the quiet rule counts in it).
+    interval: float = 0.0
+    interval_at_growth: float = 0.0
 
     @property
     def saw_text(self) -> bool:
@@ -119,6 +137,7 @@ class _Walk:
 
     def _grew(self) -> None:
         self.last_growth_at = self.clock()
+        self.interval_at_growth = self.interval
 
     def _text(self, index: int, live: str) -> None:
         prev = self.text_by_step.get(index, 0)
@@ -210,6 +229,8 @@ def poll_turn(
     deadline = start + settings.max_wait_s
     walk = _Walk(step_offset=step_offset, native_mode=native_mode, clock=clock, on_delta=on_delta)
     walk.last_growth_at = start
+    intervals = settings.intervals()
+    walk.interval = walk.interval_at_growth = next(settings.intervals())
     cold_limit = settings.cold_stall_limit(prompt_chars)
     saw_active = False
     last_status = -1
@@ -231,7 +252,8 @@ def poll_turn(
             if aborted():
                 end_reason = "aborted"
                 break
-            sleep(settings.poll_interval_s)
+            walk.interval = next(intervals)
+            sleep(walk.interval)
             if aborted():
                 end_reason = "aborted"
                 break
@@ -276,7 +298,7 @@ def poll_turn(
                 continue
             idle_count += 1
             if walk.saw_text:
-                quiet = clock() - walk.last_growth_at > settings.quiet_intervals * settings.poll_interval_s
+                quiet = clock() - walk.last_growth_at > settings.quiet_intervals * walk.interval_at_growth
                 done = idle_count >= settings.idle_polls_with_text and quiet
             else:
                 done = idle_count >= settings.idle_polls_without_text

@@ -219,7 +219,7 @@ def test_a_warm_stall_ends_at_the_first_poll_past_its_ceiling(ceiling: float, th
     """Polled once a second on the loop's own clock, the text first seen at the first poll (t = 1): still
     polling when the text has been quiet for exactly the ceiling, ended at the next poll."""
     time = FakeTime()
-    settings = PollSettings(poll_interval_s=1.0)
+    settings = PollSettings(poll_interval_s=1.0, first_poll_interval_s=1.0)
     steps = [planner("x" * 300, thinking=thinking), *([Step(status=1)] if pending else [])]  # type: ignore[arg-type]
     outcome = run(Script([(steps, RUNNING)]), time, settings)
     assert outcome.end_reason == "warm_stall"
@@ -229,14 +229,18 @@ def test_a_warm_stall_ends_at_the_first_poll_past_its_ceiling(ceiling: float, th
 def test_a_cold_stall_ends_at_the_first_poll_past_its_limit() -> None:
     time = FakeTime()
     with pytest.raises(CascadeStallError, match="no output after 30s"):
-        run(Script([([], RUNNING)]), time, PollSettings(poll_interval_s=1.0), prompt_chars=10)
+        run(
+            Script([([], RUNNING)]), time, PollSettings(poll_interval_s=1.0, first_poll_interval_s=1.0), prompt_chars=10
+        )
     assert time.now == 31.0
 
 
 @pytest.mark.parametrize(("max_wait", "polls"), [(4.0, 4), (5.0, 5), (6.0, 6)], ids=LIMIT_IDS)
 def test_the_max_wait_cap_ends_the_loop_at_exactly_max_wait_s(max_wait: float, polls: int) -> None:
     time = FakeTime()
-    settings = PollSettings(poll_interval_s=1.0, max_wait_s=max_wait, cold_stall_base_s=100.0)
+    settings = PollSettings(
+        poll_interval_s=1.0, first_poll_interval_s=1.0, max_wait_s=max_wait, cold_stall_base_s=100.0
+    )
     outcome = run(Script([([], RUNNING)]), time, settings)
     assert (outcome.end_reason, time.now, outcome.polls) == ("max_wait", max_wait, polls)
 

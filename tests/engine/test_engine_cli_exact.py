@@ -54,8 +54,9 @@ options:
   --heartbeat-s HEARTBEAT_S
                         SSE heartbeat interval
   --poll-interval-s POLL_INTERVAL_S
-                        how often a turn polls the LS (default 0.5, the reference client's; lower against a fast fake
-                        LS)
+                        the longest wait between two polls of a turn (default 0.5, the reference client's); the first
+                        poll comes after 0.05 s (or this, if shorter) and the wait doubles up to it, so quick answers
+                        come quickly
   --log-level {debug,info,warning,error}
   --session-log PATH|off
                         the SQLite session log behind X-Session-Id (docs/sessions.md): a file, or off (no sessions;

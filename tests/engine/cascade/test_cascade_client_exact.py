@@ -163,7 +163,13 @@ def test_the_cold_stall_limit_grows_with_the_whole_conversation(
     ``prompt_chars`` counts the whole conversation; without it the sent text's length counts."""
     fake.load_scenario(Scenario(turns=(Turn(chunks=(Chunk(text="late", delay_s=NEVER_S),)),)))
     time = SteppedClock()
-    poll = PollSettings(poll_interval_s=1.0, cold_stall_base_s=10.0, cold_stall_per_chunk_s=5.0, max_wait_s=100.0)
+    poll = PollSettings(
+        poll_interval_s=1.0,
+        first_poll_interval_s=1.0,
+        cold_stall_base_s=10.0,
+        cold_stall_per_chunk_s=5.0,
+        max_wait_s=100.0,
+    )
     harness = Harness(fake, poll=poll, clock=time.clock, sleep=time.sleep)
     try:
         with pytest.raises(CascadeStallError) as info:
@@ -181,7 +187,7 @@ def test_the_cold_stall_limit_grows_with_the_whole_conversation(
 def test_the_turn_runs_on_the_clients_clock_and_sleep(fake: FakeLSThread) -> None:
     fake.load_scenario(Scenario(turns=(Turn(chunks=(Chunk(text="late", delay_s=NEVER_S),)),)))
     time = SteppedClock()
-    poll = PollSettings(poll_interval_s=1.0, max_wait_s=5.0, cold_stall_base_s=1000.0)
+    poll = PollSettings(poll_interval_s=1.0, first_poll_interval_s=1.0, max_wait_s=5.0, cold_stall_base_s=1000.0)
     harness = Harness(fake, poll=poll, clock=time.clock, sleep=time.sleep)
     try:
         result = harness.turn("hello")

@@ -54,7 +54,7 @@ def test_without_text_four_idle_polls_are_needed() -> None:
 def test_idle_before_any_activity_waits_for_the_grace_period() -> None:
     time = FakeTime()
     script = Script([([planner("done")], IDLE)])
-    outcome = run(script, time, PollSettings(poll_interval_s=0.5, idle_grace_s=8.0))
+    outcome = run(script, time, PollSettings(poll_interval_s=0.5, first_poll_interval_s=0.5, idle_grace_s=8.0))
     assert outcome.end_reason == "idle_done"
     assert time.now > 8.0
     assert not outcome.saw_active
@@ -175,7 +175,9 @@ def test_the_warm_stall_ceiling_is_longer_after_thinking_and_while_a_step_is_pen
 
 def test_the_cap_ends_the_loop_with_max_wait() -> None:
     time = FakeTime()
-    outcome = run(Script([([], RUNNING)]), time, PollSettings(max_wait_s=5.0, cold_stall_base_s=100.0))
+    outcome = run(
+        Script([([], RUNNING)]), time, PollSettings(max_wait_s=5.0, cold_stall_base_s=100.0, first_poll_interval_s=0.5)
+    )
     assert outcome.end_reason == "max_wait"
     assert time.now == pytest.approx(5.0)
 

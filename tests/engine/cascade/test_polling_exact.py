@@ -1,7 +1,8 @@
 """The polling loop's done rule, stalls, deadlines and deltas, exactly, on a stepped clock.
 
-The clock starts at 1000 s and moves only by the loop's sleeps (1 s poll interval unless a test
-says otherwise), so every end is pinned to the poll it must happen on: poll k runs at 1000 + k.
+The clock starts at 1000 s and moves only by the loop's sleeps (a constant 1 s poll interval unless a
+test says otherwise), so every end is pinned to the poll it must happen on: poll k runs at 1000 + k.
+The short first polls that back off to the longest interval have tests of their own, at the end.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from tests.engine.cascade.upstream_exact_support import (
     proposal,
 )
 
-SECOND = PollSettings(poll_interval_s=1.0)
+SECOND = PollSettings(poll_interval_s=1.0, first_poll_interval_s=1.0)
 
 
 def drive(
@@ -81,7 +82,7 @@ def test_without_text_the_fourth_idle_poll_after_the_grace_ends_the_turn() -> No
 
 def test_a_run_reported_idle_never_warm_stalls() -> None:
     """The warm-stall check needs a non-idle last status: an idle run waits for the done rule."""
-    settings = PollSettings(poll_interval_s=1.0, idle_grace_s=100.0, warm_stall_text_s=5.0)
+    settings = PollSettings(poll_interval_s=1.0, first_poll_interval_s=1.0, idle_grace_s=100.0, warm_stall_text_s=5.0)
     time = SteppedClock()
     outcome = drive(Frames([([planner("short")], IDLE)]), time, settings)
     assert (outcome.end_reason, outcome.text, outcome.polls) == ("idle_done", "short", 102)
@@ -92,7 +93,7 @@ def test_a_run_reported_idle_never_warm_stalls() -> None:
 
 def test_a_cold_stall_raises_on_the_first_poll_past_the_limit() -> None:
     time = SteppedClock()
-    settings = PollSettings(poll_interval_s=1.0, cold_stall_base_s=10.0)
+    settings = PollSettings(poll_interval_s=1.0, first_poll_interval_s=1.0, cold_stall_base_s=10.0)
     with pytest.raises(CascadeStallError) as info:
         drive(Frames([([], RUNNING)]), time, settings)
     assert info.value.message == "Cascade planner stalled — no output after 10s"
@@ -137,7 +138,7 @@ def test_each_poll_call_gets_the_call_timeout_capped_by_the_time_left(caplog: py
     """Cap 10 s, 0.75 s polls, 4 s call timeout: poll 14 starts at 9.75 s and wakes past the cap (0 s left)."""
     time = SteppedClock()
     frames = Frames([([], RUNNING)])
-    settings = PollSettings(poll_interval_s=0.75, max_wait_s=10.0, cold_stall_base_s=1000.0)
+    settings = PollSettings(poll_interval_s=0.75, first_poll_interval_s=0.75, max_wait_s=10.0, cold_stall_base_s=1000.0)
     with caplog.at_level(logging.WARNING, logger="engine.cascade"):
         outcome = drive(frames, time, settings, call_timeout_s=4.0)
     assert (outcome.end_reason, outcome.polls) == ("max_wait", 14)
@@ -258,10 +259,51 @@ def test_with_a_zero_text_ceiling_the_first_poll_already_checks_for_a_warm_stall
             frames.status,
             step_offset=0,
             prompt_chars=0,
-            settings=PollSettings(poll_interval_s=1.0, warm_stall_text_s=0.0),
+            settings=PollSettings(poll_interval_s=1.0, first_poll_interval_s=1.0, warm_stall_text_s=0.0),
             call_timeout_s=30.0,
             clock=ticking,
             sleep=time.sleep,
         )
     assert info.value.message == "Cascade planner stalled after preamble — no progress for 0s"
     assert (len(frames.step_timeouts), frames.status_timeouts) == (1, [])
+
+
+# ---------------------------------------------------------------------------------------------- backoff
+
+
+@pytest.mark.parametrize(
+    ("longest", "first", "waits"),
+    [
+        (0.5, 0.05, [0.05, 0.1, 0.2, 0.4, 0.5, 0.5]),  # the defaults
+        (0.4, 0.05, [0.05, 0.1, 0.2, 0.4, 0.4, 0.4]),  # a doubling that lands on the longest exactly
+        (0.051, 0.05, [0.05, 0.051, 0.051, 0.051, 0.051, 0.051]),  # one over the first
+        (0.05, 0.05, [0.05] * 6),  # at the first: constant
+        (0.049, 0.05, [0.049] * 6),  # under the first: the longest caps the first too
+        (1.0, 1.0, [1.0] * 6),
+    ],
+)
+def test_the_waits_start_at_the_first_interval_and_double_up_to_the_longest(
+    longest: float, first: float, waits: list[float]
+) -> None:
+    intervals = PollSettings(poll_interval_s=longest, first_poll_interval_s=first).intervals()
+    assert [next(intervals) for _ in waits] == pytest.approx(waits)
+
+
+def test_a_quick_answer_ends_the_turn_within_the_first_half_second() -> None:
+    """Text at poll 1 (0.05 s, running), idle from poll 2 (0.15 s): at poll 3 (0.35 s) it has been
+    idle twice and quiet for more than two of the 0.05 s intervals in force when it grew. The
+    reference client's constant 0.5 s would end it at poll 4, at 2 s."""
+    time = SteppedClock()
+    outcome = drive(Frames([([planner("hi")], RUNNING), ([planner("hi")], IDLE)]), time, PollSettings())
+    assert (outcome.end_reason, outcome.text, outcome.polls) == ("idle_done", "hi", 3)
+    assert time.sleeps == pytest.approx([0.05, 0.1, 0.2])
+
+
+def test_quiet_counts_in_the_interval_in_force_when_the_output_last_grew() -> None:
+    """Text grows at polls 1-5 (the fifth after a 0.5 s wait, at 1.25 s), idle from poll 6: quiet must
+    exceed 2 x 0.5 s, so poll 7 (exactly 1 s after) is not enough and poll 8 ends it."""
+    growing = [([planner("a" * n)], RUNNING) for n in range(1, 6)]
+    time = SteppedClock()
+    outcome = drive(Frames([*growing, ([planner("a" * 5)], IDLE)]), time, PollSettings())
+    assert (outcome.end_reason, outcome.text, outcome.polls) == ("idle_done", "aaaaa", 8)
+    assert time.sleeps == pytest.approx([0.05, 0.1, 0.2, 0.4, 0.5, 0.5, 0.5, 0.5])
