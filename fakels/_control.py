@@ -4,7 +4,8 @@ A small HTTP/1.1 server (:mod:`fakels._http1`) on the fake's own event loop, so 
 change the core without locks and never race a request in flight. Endpoints:
 
 - ``GET /healthz`` -> ``{"ok": true}``
-- ``GET /journal?since=N`` -> JSON lines (``application/x-ndjson``), one journal entry per line
+- ``GET /journal?since=N`` -> JSON lines (``application/x-ndjson``), one journal entry per line; the
+  ``Fakels-Journal-Dropped`` header counts the entries from N on that the retention bound dropped
 - ``GET /state`` -> counters and a summary of every cascade
 - ``POST /scenario`` (a JSON scenario document) -> ``{"ok": true, "turns": n}``; invalid -> 400
 - ``POST /reset`` -> state and journal cleared, ``{"ok": true}``
@@ -41,6 +42,7 @@ from fakels.service import FakeLanguageServer
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
 NDJSON_TYPE = "application/x-ndjson"
+JOURNAL_DROPPED_HEADER = "Fakels-Journal-Dropped"
 _HEAD_TIMEOUT_S = 10.0
 _BODY_TIMEOUT_S = 30.0
 _ACCEPT_BATCH = 64
@@ -198,8 +200,13 @@ class ControlServer:
 
     def _journal(self, request: Request) -> Response:
         since = _since(request.head.query.get("since", ["0"]))
-        lines = (json.dumps(e.to_json(), ensure_ascii=False) + "\n" for e in self._core.journal.entries(since=since))
-        return Response(HTTPStatus.OK, "".join(lines).encode("utf-8"), NDJSON_TYPE)
+        journal = self._core.journal
+        entries = journal.entries(since=since)
+        lines = (json.dumps(e.to_json(), ensure_ascii=False) + "\n" for e in entries)
+        # Entries from `since` on that the retention bound dropped: the lines start later than asked.
+        dropped = entries[0].seq - since if entries and entries[0].seq > since else journal.dropped_since(since)
+        headers = ((JOURNAL_DROPPED_HEADER, str(dropped)),)
+        return Response(HTTPStatus.OK, "".join(lines).encode("utf-8"), NDJSON_TYPE, headers)
 
     def _state(self, request: Request) -> Response:
         state = self._core.state
@@ -212,6 +219,8 @@ class ControlServer:
                 "workspace_untrusted": state.workspace_untrusted,
                 "scenario_turns": len(state.scenario.turns),
                 "journal_entries": len(self._core.journal),
+                "journal_retained": self._core.journal.retained,
+                "journal_first_seq": self._core.journal.first_seq,
                 "cascades": [_cascade_summary(c) for c in state.cascades.values()],
             },
         )

@@ -22,6 +22,7 @@ from fakels.scenario import Chunk, ResponseOverride, Scenario, Turn, Usage
 RunStatus = cortex.CascadeRunStatus
 
 # Error texts the real clients classify (wire.md section 4): the gateway matches on text only.
+DEFAULT_MAX_CASCADES = 1000
 EXPIRED_TEXT = "not_found: cascade trajectory has been expired by ttl"
 PANEL_MISSING_TEXT = "panel state not found"
 UNTRUSTED_TEXT = "untrusted workspace: workspace is not trusted"
@@ -87,8 +88,18 @@ class CascadeState:
 class LanguageServerState:
     """Everything the fake remembers between calls; one instance per server."""
 
-    def __init__(self, scenario: Scenario, clock: Clock, *, id_prefix: str | None = None) -> None:
+    def __init__(
+        self,
+        scenario: Scenario,
+        clock: Clock,
+        *,
+        id_prefix: str | None = None,
+        max_cascades: int = DEFAULT_MAX_CASCADES,
+    ) -> None:
+        if max_cascades < 1:
+            raise ValueError(f"the fake keeps at least one cascade, got {max_cascades}")
         self.clock = clock
+        self.max_cascades = max_cascades
         # Like the real LS's UUID-like ids, cascade ids are never handed out twice: the counter
         # survives resets and scenario loads, and the prefix (random unless given) differs per server.
         self.id_prefix = id_prefix if id_prefix is not None else secrets.token_hex(4)
@@ -98,6 +109,9 @@ class LanguageServerState:
     def _begin(self, scenario: Scenario) -> None:
         self.scenario = scenario
         self.cascades: dict[str, CascadeState] = {}
+        self._evicted = 0
+        # The id numbers handed out since the last reset: one of them that is no longer kept was evicted.
+        self._numbers: range = range(0)
         self.sends_accepted = 0
         self.turn_index = 0
         self.panel_sessions: set[str] = set()
@@ -124,13 +138,28 @@ class LanguageServerState:
     def start_cascade(self, session_id: str) -> str:
         self._check_panel(session_id)
         n = next(self._ids)
+        self._numbers = range(self._numbers.start if self._numbers else n, n + 1)
         cascade_id = f"fakels-cascade-{self.id_prefix}-{n:04d}"
         self.cascades[cascade_id] = CascadeState(
             cascade_id=cascade_id,
             trajectory_id=f"fakels-trajectory-{self.id_prefix}-{n:04d}",
             last_used=self.clock.now(),
         )
+        if len(self.cascades) > self.max_cascades:
+            self._evict_least_recently_used()
         return cascade_id
+
+    def _evict_least_recently_used(self) -> None:
+        """Past the bound the cascade used longest ago is forgotten, as a real LS lets old trajectories
+        expire: a later call on it answers the expired text, which clients recover from."""
+        oldest = min(self.cascades.values(), key=lambda c: c.last_used)
+        del self.cascades[oldest.cascade_id]
+        self._evicted += 1
+
+    @property
+    def evicted(self) -> int:
+        """Cascades the bound made the fake forget since the last reset."""
+        return self._evicted
 
     def send(self, request: ls.SendUserCascadeMessageRequest) -> None:
         cascade = self._cascade(request.cascade_id)
@@ -214,6 +243,8 @@ class LanguageServerState:
 
     def _cascade(self, cascade_id: str) -> CascadeState:
         cascade = self.cascades.get(cascade_id)
+        if cascade is None and self._was_evicted(cascade_id):
+            raise LsError(grpc.StatusCode.NOT_FOUND, EXPIRED_TEXT)
         if cascade is None:
             raise LsError(grpc.StatusCode.NOT_FOUND, f"not_found: cascade {cascade_id!r} not found")
         now = self.clock.now()
@@ -224,6 +255,10 @@ class LanguageServerState:
             raise LsError(grpc.StatusCode.NOT_FOUND, EXPIRED_TEXT)
         cascade.last_used = now
         return cascade
+
+    def _was_evicted(self, cascade_id: str) -> bool:
+        prefix, _, number = cascade_id.rpartition("-")
+        return prefix == f"fakels-cascade-{self.id_prefix}" and number.isdigit() and int(number) in self._numbers
 
     def _check_panel(self, session_id: str) -> None:
         if self.panel_lost or (self.scenario.require_panel and session_id not in self.panel_sessions):

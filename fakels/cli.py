@@ -13,7 +13,10 @@ from pathlib import Path
 # grpc core logs bind failures itself; the command reports them in one line instead.
 os.environ.setdefault("GRPC_VERBOSITY", "NONE")
 
+from fakels.cascade import DEFAULT_MAX_CASCADES
 from fakels.demo import run_demo
+from fakels.journal import DEFAULT_MAX_BYTES, DEFAULT_MAX_ENTRIES
+from fakels.retention import Retention
 from fakels.scenario import Scenario, ScenarioError, load_scenario, scenario_to_document
 from fakels.server import LOOPBACK, FakeLS
 from fakels.service import DEFAULT_MAX_REQUEST_BYTES
@@ -62,6 +65,25 @@ def _parser() -> argparse.ArgumentParser:
         type=_positive,
         default=DEFAULT_MAX_REQUEST_BYTES,
         help=f"reject larger requests with RESOURCE_EXHAUSTED (default {DEFAULT_MAX_REQUEST_BYTES})",
+    )
+    retention = serve.add_argument_group("retention (the oldest goes first past each bound; docs/fakels.md)")
+    retention.add_argument(
+        "--journal-max-entries",
+        type=_positive,
+        default=DEFAULT_MAX_ENTRIES,
+        help=f"journal entries kept in memory (default {DEFAULT_MAX_ENTRIES}; --journal's file keeps all)",
+    )
+    retention.add_argument(
+        "--journal-max-bytes",
+        type=_positive,
+        default=DEFAULT_MAX_BYTES,
+        help=f"raw request bytes the kept journal entries may hold (default {DEFAULT_MAX_BYTES})",
+    )
+    retention.add_argument(
+        "--max-cascades",
+        type=_positive,
+        default=DEFAULT_MAX_CASCADES,
+        help=f"cascades kept; past it the one used longest ago answers as expired (default {DEFAULT_MAX_CASCADES})",
     )
     serve.add_argument(
         "--control-token",
@@ -124,6 +146,7 @@ async def _serve_async(args: argparse.Namespace, scenario: Scenario) -> int:
         cascade_id_prefix=args.cascade_id_prefix,
         record_secrets=args.journal_secrets,
         control_token=args.control_token,
+        retention=Retention(args.journal_max_entries, args.journal_max_bytes, args.max_cascades),
     )
     ports = await server.start()
     stop = asyncio.Event()

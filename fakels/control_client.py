@@ -48,10 +48,17 @@ class ControlClient:
         return isinstance(answer, dict) and answer.get("ok") is True
 
     def journal(self, since: int = 0) -> list[dict[str, Any]]:
-        """Journal entries from sequence number ``since`` on, oldest first."""
+        """Journal entries from sequence number ``since`` on, oldest first. Raises :class:`ControlError`
+        when the server's retention bound dropped some of them: what it answers is not all that came."""
         body = self._request("GET", f"/journal?since={int(since)}")
         # Split on "\n" only: JSON escapes it inside strings, but not U+2028, U+0085, ... (splitlines would).
-        return [json.loads(line) for line in body.decode("utf-8").split("\n") if line.strip()]
+        entries = [json.loads(line) for line in body.decode("utf-8").split("\n") if line.strip()]
+        if entries and entries[0].get("seq", since) > since:
+            raise ControlError(
+                f"the fake's journal dropped entries {since}..{entries[0]['seq'] - 1} under its retention bound "
+                "(fakels serve --journal-max-entries / --journal-max-bytes): read it more often or raise the bound"
+            )
+        return entries
 
     def state(self) -> dict[str, Any]:
         """Counters (turn_index, sends_accepted, panel_lost, ...) and a summary per cascade."""

@@ -18,6 +18,7 @@ from fakels._control import start_control_server
 from fakels._grpc_transport import start_grpc_server
 from fakels.clock import Clock
 from fakels.journal import Journal
+from fakels.retention import DEFAULT_RETENTION, Retention
 from fakels.scenario import Scenario
 from fakels.service import DEFAULT_MAX_REQUEST_BYTES, FakeLanguageServer, ServerConfig
 
@@ -54,6 +55,7 @@ class FakeLS:
         cascade_id_prefix: str | None = None,
         record_secrets: bool = False,
         control_token: str | None = None,
+        retention: Retention = DEFAULT_RETENTION,
     ) -> None:
         config = ServerConfig(
             csrf_token=csrf_token,
@@ -61,9 +63,13 @@ class FakeLS:
             scenario=scenario or Scenario(),
             cascade_id_prefix=cascade_id_prefix,
             record_secrets=record_secrets,
+            max_cascades=retention.max_cascades,
         )
         self._control_token = control_token
-        self.core = FakeLanguageServer(config, Journal(journal_path), clock)
+        journal = Journal(
+            journal_path, max_entries=retention.journal_max_entries, max_bytes=retention.journal_max_bytes
+        )
+        self.core = FakeLanguageServer(config, journal, clock)
         self._wanted = (port, connect_port, control_port)
         self._grpc: aio.Server | None = None
         self._closers: list[Callable[[], Any]] = []

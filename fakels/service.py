@@ -19,7 +19,7 @@ import grpc
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from fakels.cascade import LanguageServerState, LsError, RawPayload
+from fakels.cascade import DEFAULT_MAX_CASCADES, LanguageServerState, LsError, RawPayload
 from fakels.clock import Clock, SystemClock
 from fakels.decoder import Decoded, RequestDecodeError, decode, message_to_dict
 from fakels.journal import Journal, JournalEntry
@@ -65,6 +65,9 @@ class ServerConfig:
     # Cascade ids are fakels-cascade-<prefix>-0001, ...: None draws a random prefix per server, so
     # ids differ across processes; give one where a test needs predictable ids.
     cascade_id_prefix: str | None = None
+    # At most this many cascades are kept; past it the one used longest ago is forgotten (it answers
+    # as expired). The journal has bounds of its own (fakels.journal).
+    max_cascades: int = DEFAULT_MAX_CASCADES
 
 
 def _same_secret(given: str, expected: str) -> bool:
@@ -86,7 +89,9 @@ class FakeLanguageServer:
         self.config = config
         self.journal = journal if journal is not None else Journal()
         self.clock = clock if clock is not None else SystemClock()
-        self.state = LanguageServerState(config.scenario, self.clock, id_prefix=config.cascade_id_prefix)
+        self.state = LanguageServerState(
+            config.scenario, self.clock, id_prefix=config.cascade_id_prefix, max_cascades=config.max_cascades
+        )
 
     def load_scenario(self, scenario: Scenario) -> None:
         self.config.scenario = scenario
