@@ -216,7 +216,7 @@ def run_property(
     if options.seed is not None:
         test = seed(options.seed)(test)
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _examples_independent_of_loaded_modules():
             # Hypothesis warns when it renders a big example (MB-sized tool arguments are the point of
             # some properties) in the middle of the progress line; the report shows the case anyway.
             warnings.filterwarnings("ignore", message="Generating overly large repr", category=HypothesisWarning)
@@ -239,6 +239,31 @@ def run_property(
         message = _partial(seen.unobserved)
         return seen.counted(Result(prop.invariant, Status.PARTIAL, message, seconds=seconds, examples=seen.judged))
     return seen.counted(Result(prop.invariant, Status.PASS, seconds=seconds, examples=seen.judged))
+
+
+@contextmanager
+def _examples_independent_of_loaded_modules() -> Iterator[None]:
+    """Hypothesis mixes constants it finds in the source of every local module loaded so far into what
+    it draws. Which modules are loaded depends on the host process (the test order, an xdist worker,
+    the user's own imports), so one derandomized run would draw different examples in different
+    processes, and a verdict found in one would not come back in another. While a property runs the
+    mining sees no local module (a private hook of Hypothesis: without it, generation is as Hypothesis
+    makes it); the constants Hypothesis ships with are still drawn."""
+    from hypothesis.internal.conjecture import providers
+
+    mined = getattr(providers, "_get_local_constants", None)
+    cache: Any = getattr(getattr(providers, "CONSTANTS_CACHE", None), "cache", None)
+    if mined is None or cache is None or not hasattr(providers, "Constants"):
+        yield
+        return
+    none_found = providers.Constants()
+    providers._get_local_constants = lambda: none_found
+    cache.clear()
+    try:
+        yield
+    finally:
+        providers._get_local_constants = mined
+        cache.clear()
 
 
 class _Stopped(BaseException):

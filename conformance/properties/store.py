@@ -133,10 +133,14 @@ def _judgeable(stored: Stored, condition: bool, reason: str) -> None:
 
 
 def _no_silent_drop(stored: Stored) -> None:
+    """Gaps between the stored messages, and submitted messages found nowhere in the entry (the newest
+    ones too, or all of them: a store that keeps only a text of its own leaves no gap to see), need
+    a notice."""
     seams = stored.traced.seams()
-    assert not seams or stored.traced.notices, (
-        f"messages were dropped from the stored conversation without a notice (seams at stored positions {seams}; "
-        f"stored origins {stored.traced.origins})"
+    missing = sorted(set(range(len(stored.submitted))) - set(stored.traced.origins))
+    assert not (seams or missing) or stored.traced.notices, (
+        f"messages were dropped from the stored conversation without a notice (submitted messages {missing} are "
+        f"not in it; seams at stored positions {seams}; stored origins {stored.traced.origins})"
     )
 
 

@@ -138,10 +138,10 @@ def test_the_cli_keeps_hypothesis_storage_out_of_the_working_directory(tmp_path:
     assert done.returncode == 0, done.stdout + done.stderr
     assert not (tmp_path / ".hypothesis").exists()
     # Hypothesis did write storage (so the check above means something): under the report folder.
-    assert (tmp_path / "reports" / "conformance" / "hypothesis" / "constants").is_dir()
+    assert (tmp_path / "reports" / "conformance" / "hypothesis" / "unicode_data").is_dir()
     chosen = _cli(tmp_path, "run", "--only", "WIRE-1", "--report", "r", "--cache-dir", "cache")
     assert chosen.returncode == 0, chosen.stdout + chosen.stderr
-    assert (tmp_path / "cache" / "constants").is_dir()
+    assert (tmp_path / "cache" / "unicode_data").is_dir()
     assert not (tmp_path / "r" / "hypothesis").exists()
     assert not (tmp_path / ".hypothesis").exists()
     case = tmp_path / "r" / "case.json"
