@@ -7,7 +7,7 @@ from conformance.runner import Result, RunOptions, run_property
 from conformance.targets import load_target
 
 
-def run_on(target_spec: str, invariant: str, *, shrink: bool = False) -> Result:
+def run_on(target_spec: str, invariant: str, *, shrink: bool = False, max_examples: int | None = None) -> Result:
     """``invariant``'s property run through the real runner (the ``ci`` profile) on ``target_spec``.
 
     Unshrunk unless asked: these meta-tests judge the verdict, which shrinking never changes, and
@@ -15,6 +15,7 @@ def run_on(target_spec: str, invariant: str, *, shrink: bool = False) -> Result:
     itself is pinned by test_runner_units.py and the CLI's distinct-failure tests."""
     target = load_target(target_spec)
     try:
-        return run_property(properties()[invariant], target, RunOptions(profile="ci", shrink=shrink))
+        options = RunOptions(profile="ci", shrink=shrink, max_examples=max_examples)
+        return run_property(properties()[invariant], target, options)
     finally:
         target.close()
