@@ -11,6 +11,7 @@ import shutil
 import signal
 import sys
 import textwrap
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from importlib import metadata
@@ -279,16 +280,16 @@ def _run_chosen(
         print(f"target: {target.description}", file=sys.stderr)
         for index, prop in enumerate(chosen, start=1):
             current = prop
-            print(f"[{index}/{len(chosen)}] {prop.invariant.id} ...", end="", file=sys.stderr, flush=True)
+            line = _ProgressLine(f"[{index}/{len(chosen)}] {prop.invariant.id} ...", watch)
             try:
-                result = _run_one(prop, target, options, known.get(prop.invariant.id), watch)
+                result = _run_one(prop, target, options, known.get(prop.invariant.id), line.example)
                 watch.check()
             except BaseException:
                 print(file=sys.stderr, flush=True)  # what stops the run gets a line of its own
                 raise
             results.append(result)
             current = None
-            print(f" {result.line} ({result.seconds:.1f}s)", file=sys.stderr, flush=True)
+            line.end(f"{result.line} ({result.seconds:.1f}s)")
     except KeyboardInterrupt:
         where = f"during {current.invariant.id}" if current is not None else "between invariants"
         stopped = f"interrupted {where}: {len(results)} of {len(chosen)} finished"
@@ -363,13 +364,37 @@ def _save_gateway_output(target: Target, report: Path) -> Path | None:
     return path
 
 
+class _ProgressLine:
+    """One invariant's line on stderr: ``[2/7] SO-2 ...``, then its verdict. On a terminal it also
+    counts the examples as they run (``[2/7] SO-2 ... example 14``), rewritten in place; into a pipe
+    or a file nothing more is written than the line and its verdict."""
+
+    def __init__(self, head: str, watch: InterruptWatch) -> None:
+        self._head, self._watch = head, watch
+        self._live = sys.stderr.isatty()
+        self._examples = 0
+        print(head, end="", file=sys.stderr, flush=True)
+
+    def example(self) -> None:
+        """Called before each example: stops the run after a signal, and counts on a terminal."""
+        self._watch.check()
+        self._examples += 1
+        if self._live:
+            print(f"\r{self._head} example {self._examples}\x1b[K", end="", file=sys.stderr, flush=True)
+
+    def end(self, verdict: str) -> None:
+        start = f"\r{self._head}" if self._live and self._examples else ""
+        tail = "\x1b[K" if start else ""
+        print(f"{start} {verdict}{tail}", file=sys.stderr, flush=True)
+
+
 def _run_one(
-    prop: Property, target: Target, options: RunOptions, known: KnownFailure | None, watch: InterruptWatch
+    prop: Property, target: Target, options: RunOptions, known: KnownFailure | None, checkpoint: Callable[[], None]
 ) -> Result:
     if known is not None and known.case:
         result = replay_case(prop, target, read_case(known.case).case)
     else:
-        result = run_property(prop, target, options, checkpoint=watch.check)
+        result = run_property(prop, target, options, checkpoint=checkpoint)
     return apply_known_failure(result, known)
 
 
@@ -420,7 +445,7 @@ def _list(width: int = 100) -> int:
     registered = properties()
     indent = " " * 11
     for family in FAMILIES.values():
-        print(f"{family.id}: {family.title} [{family.source}]")
+        print(f"{family.id}: {family.title} (docs/invariants.md#{family.id.lower()})")
         for inv_id, inv in CATALOGUE.items():
             if inv.family != family.id:
                 continue

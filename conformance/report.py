@@ -187,6 +187,7 @@ def write_markdown(
         for r in results
     ]
     lines += _not_judged_section(results)
+    lines += _warnings_section(results)
     lines += ["", "## What each invariant states", ""]
     lines += [f"- **{r.invariant.id}** ({r.line}): {r.invariant.statement}" for r in results]
     for result in results:
@@ -234,6 +235,12 @@ def _not_judged_section(results: list[Result]) -> list[str]:
         if why:
             lines += [f"- **{result.invariant.id}** ({result.line.split(' (')[0]}): " + " ".join(why)]
     return ["", "## What was not judged", "", *lines] if lines else []
+
+
+def _warnings_section(results: list[Result]) -> list[str]:
+    """The warnings raised while each property ran (kept off the terminal), each once."""
+    lines = [f"- **{r.invariant.id}**: {_cell(w)}" for r in results for w in r.warnings]
+    return ["", "## Warnings while the properties ran", "", *lines] if lines else []
 
 
 def _cell(text: str) -> str:

@@ -13,7 +13,6 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, configuration, given, seed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
-from hypothesis.errors import HypothesisWarning
 
 from conformance.catalogue import CATALOGUE, Invariant, SelectionError, resolve
 from conformance.errors import PreconditionNotMet, TargetError, TargetHung
@@ -66,6 +65,9 @@ class Result:
     refused: int = 0
     unjudged: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
+    # Warnings raised while the property ran (Hypothesis's, the target's), each once: they go to the
+    # report, not into the middle of the progress line.
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def judged(self) -> bool:
@@ -216,10 +218,9 @@ def run_property(
     if options.seed is not None:
         test = seed(options.seed)(test)
     try:
-        with warnings.catch_warnings(), _examples_independent_of_loaded_modules():
-            # Hypothesis warns when it renders a big example (MB-sized tool arguments are the point of
-            # some properties) in the middle of the progress line; the report shows the case anyway.
-            warnings.filterwarnings("ignore", message="Generating overly large repr", category=HypothesisWarning)
+        with warnings.catch_warnings(record=True) as recorded, _examples_independent_of_loaded_modules():
+            seen.warnings = recorded
+            warnings.simplefilter("always")
             test()
     except _Stopped as stopped:
         hung = _failure(stopped.hang, seen, shrunk=False)
@@ -294,6 +295,7 @@ class _Seen:
     _KEEP = 64
 
     def __init__(self) -> None:
+        self.warnings: list[warnings.WarningMessage] = []
         self.examples = 0
         self.refused = 0
         self.unjudged = 0
@@ -314,8 +316,9 @@ class _Seen:
         self.reasons[reason] = self.reasons.get(reason, 0) + 1
 
     def counted(self, result: Result) -> Result:
-        """``result`` with this run's counts of examples not judged and why."""
+        """``result`` with this run's counts of examples not judged and why, and its warnings."""
         result.refused, result.unjudged, result.reasons = self.refused, self.unjudged, dict(self.reasons)
+        result.warnings = list(dict.fromkeys(_warning_text(w) for w in self.warnings))
         return result
 
     def remember(self, exc: BaseException, case: Case, evidence: Evidence) -> None:
@@ -328,6 +331,12 @@ class _Seen:
         if found is None or found[0] is not exc:
             return None, None
         return found[1], found[2]
+
+
+def _warning_text(caught: warnings.WarningMessage) -> str:
+    """``HypothesisWarning: Generating overly large repr ...``, the first line and at most 300 characters."""
+    text = str(caught.message).strip().splitlines()[0] if str(caught.message).strip() else ""
+    return f"{caught.category.__name__}: {text[:300]}"
 
 
 def _leaves(raised: BaseException) -> list[BaseException]:

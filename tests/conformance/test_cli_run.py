@@ -10,12 +10,14 @@ from __future__ import annotations
 import io
 import json
 import logging
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import configuration
 from hypothesis import strategies as st
+from hypothesis.errors import HypothesisWarning
 
 from conformance.cli import main
 from conformance.properties import Case, Check, Evidence
@@ -305,3 +307,44 @@ def test_the_progress_line_shows_while_its_property_runs(
     assert shown[0] == f"target: {NOTHING}\n[1/2] WIRE-1 ...".encode()
     assert shown[-1].startswith(f"target: {NOTHING}\n[1/2] WIRE-1 ... pass (".encode())
     assert shown[-1].endswith(b"s)\n[2/2] WIRE-2 ...")
+
+
+def test_warnings_raised_while_a_property_runs_go_to_the_report_not_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def warns(target: Target, case: Case, evidence: Evidence) -> None:
+        warnings.warn("Generating overly large repr. This is an expensive operation", HypothesisWarning, stacklevel=1)
+        warnings.warn("a target's own deprecation", DeprecationWarning, stacklevel=1)
+
+    cases = st.integers(0, 5).map(lambda n: {"n": n})
+    only_these(monkeypatch, toy("WIRE-1", warns, cases=cases), toy("WIRE-2", PASSES))
+    assert main(["run", "--target", NOTHING, "--report", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert "overly large" not in captured.err + captured.out
+    assert "deprecation" not in captured.err + captured.out
+    report = (tmp_path / "report.md").read_text(encoding="utf-8")
+    section = report.split("## Warnings while the properties ran\n\n")[1].split("\n\n")[0]
+    assert section.splitlines() == [
+        "- **WIRE-1**: HypothesisWarning: Generating overly large repr. This is an expensive operation",
+        "- **WIRE-1**: DeprecationWarning: a target's own deprecation",
+    ]
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_the_progress_line_counts_the_examples_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    terminal = _Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    cases = st.integers(0, 2).map(lambda n: {"n": n})
+    only_these(monkeypatch, toy("WIRE-1", PASSES, cases=cases), toy("WIRE-2", PASSES))
+    assert main(["run", "--target", NOTHING, "--report", str(tmp_path)]) == 0
+    first, second = timeless(terminal.getvalue()).split("\n")[1:3]
+    head = "\r[1/2] WIRE-1 ..."
+    counted = [f"{head} example {n}\x1b[K" for n in range(1, 4)]
+    assert first == "[1/2] WIRE-1 ..." + "".join(counted) + f"{head} pass (Ts)\x1b[K"
+    assert second == "[2/2] WIRE-2 ...\r[2/2] WIRE-2 ... example 1\x1b[K\r[2/2] WIRE-2 ... pass (Ts)\x1b[K"
