@@ -151,7 +151,7 @@ options:
 """
 
 WIRE_AND_IMG = """\
-WIRE: the fake LS matches the real protocol [wire.md]
+WIRE: the fake LS matches the real protocol (docs/invariants.md#wire)
   WIRE-1   Every RPC of the cascade flow decodes field for field as real clients encode it.
            needs: ls.decode_request
            checkable on: python, exec, not http (needs ls.decode_request)
@@ -166,7 +166,7 @@ WIRE: the fake LS matches the real protocol [wire.md]
            append-only, run status goes RUNNING then IDLE, generator metadata honours its offset, an
            expired cascade answers with text the real clients classify as expired.
            not yet implemented
-IMG: images of replayed turns [000]
+IMG: images of replayed turns (docs/invariants.md#img)
   IMG-1    Images of every replayed turn reach field 6, within the bounds, instead of a placeholder.
            needs: engine.play_turns or gateway.chat, ls.serve
            checkable on: python, exec, not http (needs ls.serve)
@@ -263,13 +263,13 @@ def test_list_shows_what_each_property_needs_and_which_targets_can_check_it(
     lines = capsys.readouterr().out.splitlines(keepends=True)
     assert "".join(lines[:42]) == WIRE_AND_IMG
     assert [line for line in lines if not line.startswith(" ")] == [
-        "WIRE: the fake LS matches the real protocol [wire.md]\n",
-        "IMG: images of replayed turns [000]\n",
-        "OFF: offset continuity and tool-history delta [001 D3, D5]\n",
-        "SO: structured output [001 D2]\n",
-        "ACC: cache-replay accounting [001 D4]\n",
-        "STORE: response store trimming [003]\n",
-        "ATT: durable tool-result attachments [002]\n",
+        "WIRE: the fake LS matches the real protocol (docs/invariants.md#wire)\n",
+        "IMG: images of replayed turns (docs/invariants.md#img)\n",
+        "OFF: offset continuity and tool-history delta (docs/invariants.md#off)\n",
+        "SO: structured output (docs/invariants.md#so)\n",
+        "ACC: cache-replay accounting (docs/invariants.md#acc)\n",
+        "STORE: response store trimming (docs/invariants.md#store)\n",
+        "ATT: durable tool-result attachments (docs/invariants.md#att)\n",
         "39 invariants: 5 implemented, 34 not yet implemented\n",
     ]
     assert max(len(line.rstrip("\n")) for line in lines) == 100
