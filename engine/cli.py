@@ -68,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         default=DEFAULT_POLL_INTERVAL_S,
         help="the longest wait between two polls of a turn (default 0.5, the reference client's); the first poll "
-        "comes after 0.05 s (or this, if shorter) and the wait doubles up to it, so quick answers come quickly",
+        "comes after 0.01 s (or this, if shorter) and the wait doubles up to it, so quick answers come quickly",
     )
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     _store_arguments(serve.add_argument_group("response store (/v1/responses, docs/responses-api.md)"))

@@ -29,6 +29,7 @@ from fakels.proto.exa.cortex_pb import cortex_pb2 as cortex
 log = logging.getLogger("engine.cascade")
 
 RUN_STATUS_IDLE = 1
+_EPSILON_S = 1e-9
 EndReason = Literal["idle_done", "idle_empty", "native_tool_call", "warm_stall", "max_wait", "aborted"]
 
 
@@ -39,10 +40,10 @@ class PollSettings:
     turn takes less than about a second even when the LS answers at once (a fake does). Here the
     first poll comes after ``first_poll_interval_s`` and the interval doubles from there up to
     ``poll_interval_s``: a quick answer is seen quickly, and a long turn is polled as gently as
-    the reference client polls it (four extra polls in all)."""
+    the reference client polls it (six extra polls in its first 0.6 s, none after)."""
 
     poll_interval_s: float = 0.5  # the longest wait between two polls
-    first_poll_interval_s: float = 0.05  # capped at poll_interval_s
+    first_poll_interval_s: float = 0.01  # capped at poll_interval_s
     poll_backoff: float = 2.0
     max_wait_s: float = 600.0
     idle_grace_s: float = 8.0
@@ -298,7 +299,9 @@ def poll_turn(
                 continue
             idle_count += 1
             if walk.saw_text:
-                quiet = clock() - walk.last_growth_at > settings.quiet_intervals * walk.interval_at_growth
+                # With a doubling backoff the first poll after a growth comes exactly two intervals later:
+                # the tolerance keeps that boundary on the not-quiet side whatever the float sums give.
+                quiet = clock() - walk.last_growth_at > settings.quiet_intervals * walk.interval_at_growth + _EPSILON_S
                 done = idle_count >= settings.idle_polls_with_text and quiet
             else:
                 done = idle_count >= settings.idle_polls_without_text

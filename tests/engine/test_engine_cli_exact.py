@@ -55,7 +55,7 @@ options:
                         SSE heartbeat interval
   --poll-interval-s POLL_INTERVAL_S
                         the longest wait between two polls of a turn (default 0.5, the reference client's); the first
-                        poll comes after 0.05 s (or this, if shorter) and the wait doubles up to it, so quick answers
+                        poll comes after 0.01 s (or this, if shorter) and the wait doubles up to it, so quick answers
                         come quickly
   --log-level {debug,info,warning,error}
   --session-log PATH|off

@@ -271,10 +271,18 @@ def test_with_a_zero_text_ceiling_the_first_poll_already_checks_for_a_warm_stall
 # ---------------------------------------------------------------------------------------------- backoff
 
 
+def test_the_default_waits_start_at_10_ms_and_double_up_to_the_reference_clients_half_second() -> None:
+    intervals = PollSettings().intervals()
+    assert [next(intervals) for _ in range(9)] == pytest.approx([0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.5, 0.5, 0.5])
+
+
+FIRST_50_MS = PollSettings(first_poll_interval_s=0.05)
+
+
 @pytest.mark.parametrize(
     ("longest", "first", "waits"),
     [
-        (0.5, 0.05, [0.05, 0.1, 0.2, 0.4, 0.5, 0.5]),  # the defaults
+        (0.5, 0.05, [0.05, 0.1, 0.2, 0.4, 0.5, 0.5]),
         (0.4, 0.05, [0.05, 0.1, 0.2, 0.4, 0.4, 0.4]),  # a doubling that lands on the longest exactly
         (0.051, 0.05, [0.05, 0.051, 0.051, 0.051, 0.051, 0.051]),  # one over the first
         (0.05, 0.05, [0.05] * 6),  # at the first: constant
@@ -294,7 +302,7 @@ def test_a_quick_answer_ends_the_turn_within_the_first_half_second() -> None:
     idle twice and quiet for more than two of the 0.05 s intervals in force when it grew. The
     reference client's constant 0.5 s would end it at poll 4, at 2 s."""
     time = SteppedClock()
-    outcome = drive(Frames([([planner("hi")], RUNNING), ([planner("hi")], IDLE)]), time, PollSettings())
+    outcome = drive(Frames([([planner("hi")], RUNNING), ([planner("hi")], IDLE)]), time, FIRST_50_MS)
     assert (outcome.end_reason, outcome.text, outcome.polls) == ("idle_done", "hi", 3)
     assert time.sleeps == pytest.approx([0.05, 0.1, 0.2])
 
@@ -304,6 +312,6 @@ def test_quiet_counts_in_the_interval_in_force_when_the_output_last_grew() -> No
     exceed 2 x 0.5 s, so poll 7 (exactly 1 s after) is not enough and poll 8 ends it."""
     growing = [([planner("a" * n)], RUNNING) for n in range(1, 6)]
     time = SteppedClock()
-    outcome = drive(Frames([*growing, ([planner("a" * 5)], IDLE)]), time, PollSettings())
+    outcome = drive(Frames([*growing, ([planner("a" * 5)], IDLE)]), time, FIRST_50_MS)
     assert (outcome.end_reason, outcome.text, outcome.polls) == ("idle_done", "aaaaa", 8)
     assert time.sleeps == pytest.approx([0.05, 0.1, 0.2, 0.4, 0.5, 0.5, 0.5, 0.5])
