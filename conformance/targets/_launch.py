@@ -20,9 +20,11 @@ import http.client
 import os
 import re
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Mapping
@@ -199,6 +201,7 @@ class LaunchedGateway:
     def _spawn(self, values: Mapping[str, str]) -> None:
         argv = [fill(word, values) for word in self._words]
         env = dict(os.environ) | {key: fill(value, values) for key, value in self.spec.env.items()}
+        argv[0] = _beside_the_kit(argv[0], env.get("PATH"))
         self._log = self._log_path.open("wb")
         try:
             self._proc = subprocess.Popen(
@@ -325,6 +328,16 @@ class LaunchedGateway:
                 f"\n[cascade-conformance] the gateway left its LS (the stand-in, pid {pid}) running after it "
                 "stopped, outside its process group; the kit ended it\n"
             )
+
+
+def _beside_the_kit(program: str, path: str | None) -> str:
+    """``program`` as given, or, when it is a bare name the PATH does not find but the kit's own
+    environment has (``cascade-engine`` from a venv that is not activated), the kit's copy: the
+    commands the docs print then run as printed."""
+    if os.sep in program or shutil.which(program, path=path) is not None:
+        return program
+    own = Path(sys.executable).parent / program
+    return str(own) if own.is_file() and os.access(own, os.X_OK) else program
 
 
 def describe_exit(code: int) -> str:

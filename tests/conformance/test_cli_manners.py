@@ -4,6 +4,7 @@ near-miss ID, names separated by spaces, output cut off by a pager, one target s
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -157,6 +158,20 @@ def test_printed_replay_commands_run_as_printed_without_an_activated_venv(tmp_pa
     again = subprocess.run(["sh", "-c", replay], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
     assert again.returncode == 1, again.stdout + again.stderr  # it ran, and the case still fails
     assert again.stdout.startswith("WIRE-2   fail"), again.stdout
+
+
+def test_the_docs_launch_of_the_kits_own_gateway_runs_without_an_activated_venv(tmp_path: Path) -> None:
+    """``--launch "cascade-engine serve ..."`` as docs/adapters.md prints it: the bare name is not on the
+    PATH of a shell whose venv is not activated; the kit starts its own environment's copy."""
+    script = Path(sys.executable).parent / "cascade-conformance"
+    launch = "cascade-engine serve --port {port} --ls-address {ls_address} --csrf-token {csrf_token}"
+    argv = [str(script), "run", "--target", "http://127.0.0.1:0", "--launch", launch, "--only", "SO-1"]
+    argv += ["--max-examples", "2", "--report", str(tmp_path / "report")]
+    env = _without_the_venv_on_path()
+    assert shutil.which("cascade-engine", path=env["PATH"]) is None
+    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("SO-1     pass"), done.stdout
 
 
 def test_the_plugin_in_a_users_folder_prints_no_warning_of_the_kits_own_dependencies(tmp_path: Path) -> None:
