@@ -22,6 +22,10 @@ cascade-conformance::WIRE-1`` or ``--cascade-only``). Verdicts:
 - not checkable -> skipped with the reason;
 - a listed known failure that fails -> xfail; one that passes -> failed: remove it from the list.
 
+As ``cascade-conformance run`` does, the suite writes a case file per failure, ``report.md`` and
+``junit.xml`` to ``--cascade-report`` (default ``reports/conformance``; under xdist the controller
+writes the one report from the workers' verdicts), and a failing item ends with its replay command.
+
 Ctrl-C and SIGTERM end the session as interrupted (pytest's exit code 2): the invariant in progress
 gets no verdict, and the target is closed, whatever it launched reaped, before pytest exits.
 
@@ -34,14 +38,17 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shlex
+import shutil
+import sys
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from conformance.options import HTTP_FLAGS, PREFIXES, declared_flags, http_values
+from conformance.options import HTTP_FLAGS, PREFIXES, declared_flags, given_words, http_values
 from conformance.profiles import PROFILES
 
 # pytest loads this plugin in every session of an environment where the kit is installed, with or
@@ -79,6 +86,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="report each failure with the first example that showed it, unshrunk (sooner over a slow gateway)",
     )
     group.addoption(
+        "--cascade-report",
+        help="where the suite writes report.md, junit.xml and a case file per failure, as cascade-conformance "
+        "run does (default: reports/conformance)",
+    )
+    group.addoption(
         "--cascade-cache-dir",
         help="where Hypothesis keeps its storage while the suite runs (default: <rootdir>/.cascade-cache)",
     )
@@ -100,6 +112,10 @@ class _Suite:
     options: RunOptions
     cache_dir: Path
     watch: InterruptWatch
+    report_dir: Path
+    # The command-line words that reach the target, for case files and replay lines (the CLI's flags).
+    target_words: tuple[str, ...]
+    results: list[Result] = field(default_factory=list)  # this process's verdicts, known failures read
 
 
 _SUITE_KEY = pytest.StashKey[_Suite]()
@@ -109,7 +125,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "invariant(id): the catalogue invariant (e.g. WIRE-1) a test pins")
     spec = config.getoption("--cascade-target")
     if not spec:
-        needing = ("--cascade-only", "--cascade-known-failures", "--cascade-no-shrink", *_HTTP_OPTIONS)
+        needing = (
+            "--cascade-only",
+            "--cascade-known-failures",
+            "--cascade-no-shrink",
+            "--cascade-report",
+            *_HTTP_OPTIONS,
+        )
         given = [opt for opt in needing if config.getoption(opt) not in (None, "", [])]
         if given:
             verb = "needs" if len(given) == 1 else "need"
@@ -148,7 +170,14 @@ def pytest_configure(config: pytest.Config) -> None:
         database=cache_dir / "examples",
         shrink=not config.getoption("--cascade-no-shrink"),
     )
-    config.stash[_SUITE_KEY] = _Suite(target, props, known, pinned, options, cache_dir, watch)
+    report = Path(config.invocation_params.dir, config.getoption("--cascade-report") or "reports/conformance")
+    config.stash[_SUITE_KEY] = _Suite(
+        target, props, known, pinned, options, cache_dir, watch, report, _target_words(config, spec)
+    )
+
+
+def _target_words(config: pytest.Config, spec: str) -> tuple[str, ...]:
+    return ("--target", spec, *given_words("cli", lambda flag: config.getoption(flag.option("pytest"))))
 
 
 def _stop_signals_interrupt(config: pytest.Config) -> InterruptWatch:
@@ -234,6 +263,8 @@ class InvariantItem(pytest.Item):
         self.add_marker(pytest.mark.invariant(prop.invariant.id))
 
     def runtest(self) -> None:
+        from conformance.known_failures import apply_known_failure
+        from conformance.report import save_failure_cases
         from conformance.runner import hypothesis_storage, replay_case, run_property
 
         suite = self.config.stash[_SUITE_KEY]
@@ -243,7 +274,12 @@ class InvariantItem(pytest.Item):
                 result = replay_case(self.prop, suite.target, suite.pinned[inv_id])
             else:
                 result = run_property(self.prop, suite.target, suite.options, checkpoint=suite.watch.check)
-        self._judge(result, suite.known.get(inv_id))
+        suite.watch.check()  # a verdict that came back after a stop signal is not to be trusted
+        known = suite.known.get(inv_id)
+        suite.results.append(apply_known_failure(result, known))
+        saved = save_failure_cases([suite.results[-1]], suite.report_dir, suite.target.description, suite.target_words)
+        self._replays = [_replay_line(path, suite.target_words) for path in saved.get(inv_id, [])]
+        self._judge(result, known)
 
     def _judge(self, result: Result, known: KnownFailure | None) -> None:
         """The pytest outcome of ``result``: the verdict with the known-failure list read
@@ -279,7 +315,7 @@ class InvariantItem(pytest.Item):
             assert known is not None
             pytest.xfail(f"known failure ({known.reason}): {message.splitlines()[0] if message else ''}")
         if verdict == Status.FAIL:
-            raise CascadeFailure(f"{inv.id}: {inv.statement}\n\n{_failures_text(result)}")
+            raise CascadeFailure(f"{inv.id}: {inv.statement}\n\n{_failures_text(result)}{self._replay_text()}")
         if verdict == Status.ERROR:
             listed = (
                 f"\n\n(listed as a known failure ({known.reason}), but an error is not a verdict on the invariant)"
@@ -288,9 +324,13 @@ class InvariantItem(pytest.Item):
             )
             raise CascadeFailure(
                 f"{inv.id}: the target errored (it crashed, hung or broke the protocol), so the invariant could "
-                f"not be judged\n\n{_failures_text(result)}{listed}"
+                f"not be judged\n\n{_failures_text(result)}{self._replay_text()}{listed}"
             )
         raise CascadeFailure(unexpected)
+
+    def _replay_text(self) -> str:
+        replays = getattr(self, "_replays", [])
+        return "".join(f"\n\nreplay: {line}" for line in replays)
 
     def repr_failure(
         self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
@@ -303,6 +343,67 @@ class InvariantItem(pytest.Item):
         return self.path, None, f"{SUITE}::{self.prop.invariant.id}"
 
 
+def _replay_line(case_path: Path, target_words: tuple[str, ...]) -> str:
+    from conformance.report import replay_command
+
+    return replay_command(case_path, None, f" {shlex.join(target_words)}", _kit_command())
+
+
+def _kit_command() -> str:
+    """``cascade-conformance`` when that name finds this environment's copy, else the copy's full path
+    (a venv that is not activated), so the replay lines run as printed."""
+    own = Path(sys.executable).parent / SUITE
+    found = shutil.which(SUITE)
+    if not own.is_file() or (found is not None and Path(found).resolve() == own.resolve()):
+        return SUITE
+    return shlex.quote(str(own))
+
+
+_WORKER_RESULTS = "cascade_conformance_results"
+_COLLECTED_KEY = pytest.StashKey[list[dict[str, Any]]]()
+_REPORTS_KEY = pytest.StashKey[tuple[Path, Path]]()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """The controller of an xdist run collects each worker's verdicts for the one report."""
+    output = getattr(node, "workeroutput", None) or {}
+    results = output.get(_WORKER_RESULTS)
+    if results:
+        node.config.stash.setdefault(_COLLECTED_KEY, []).extend(results)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """report.md and junit.xml of the suite, as ``cascade-conformance run`` writes them, in catalogue
+    order; an xdist worker hands its verdicts to the controller instead."""
+    config = session.config
+    suite = config.stash.get(_SUITE_KEY, None)
+    if suite is None:
+        return
+    from conformance.result_json import result_from_json, result_to_json
+
+    workeroutput = getattr(config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput[_WORKER_RESULTS] = [result_to_json(r) for r in suite.results]
+        return
+    results = [*suite.results, *(result_from_json(r) for r in config.stash.get(_COLLECTED_KEY, []))]
+    if not results:
+        return
+    from conformance.catalogue import CATALOGUE
+    from conformance.report import save_failure_cases, write_junit, write_markdown
+
+    order = {inv_id: index for index, inv_id in enumerate(CATALOGUE)}
+    results.sort(key=lambda r: order[r.invariant.id])
+    description = suite.target.description
+    # The same files the items wrote (a worker's included): the names follow from the results.
+    cases = save_failure_cases(results, suite.report_dir, description, suite.target_words)
+    spec, flags = suite.target_words[1], suite.target_words[2:]
+    extra = f" {shlex.join(flags)}" if flags else ""
+    markdown = write_markdown(results, suite.report_dir / "report.md", description, spec, cases, extra, _kit_command())
+    junit = write_junit(results, suite.report_dir / "junit.xml", description)
+    config.stash[_REPORTS_KEY] = (markdown, junit)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """One line per invariant the run judged: its verdict, how many examples were judged, refused and
     not judged, and why (what `cascade-conformance run` prints; a skip reason alone hides the counts)."""
@@ -313,6 +414,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     width = max(len(inv_id) for inv_id, _ in rows)
     for inv_id, text in rows:
         terminalreporter.write_line(f"{inv_id:<{width}}  {text}")
+    reports = terminalreporter.config.stash.get(_REPORTS_KEY, None)
+    if reports is not None:
+        terminalreporter.write_line(f"reports: {reports[0]} {reports[1]}")
 
 
 def verdict_rows(stats: dict[str, list[Any]]) -> list[tuple[str, str]]:

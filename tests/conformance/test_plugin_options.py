@@ -223,6 +223,8 @@ HELP = (
     "--cascade-known-failures=CASCADE_KNOWN_FAILURES JSON/YAML list of invariants expected to fail "
     "--cascade-no-shrink report each failure with the first example that showed it, unshrunk (sooner over a slow "
     "gateway) "
+    "--cascade-report=CASCADE_REPORT where the suite writes report.md, junit.xml and a case file per failure, as "
+    "cascade-conformance run does (default: reports/conformance) "
     "--cascade-cache-dir=CASCADE_CACHE_DIR where Hypothesis keeps its storage while the suite runs "
     "(default: <rootdir>/.cascade-cache) "
     "--cascade-launch=COMMAND http:// targets: start the gateway with this command; "

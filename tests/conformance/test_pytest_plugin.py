@@ -4,6 +4,7 @@ its ``pytest11`` entry point, against small deliberately built targets
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -200,6 +201,7 @@ def test_the_suite_under_xdist_gives_the_serial_verdicts(pytester: pytest.Pytest
     serial = _run(pytester, *args, str(known), "-rs")
     serial.assert_outcomes(passed=2, xfailed=1, skipped=1)
     pytester.syspathinsert(Path(__file__).resolve().parents[2])
+    shutil.rmtree(pytester.path / "reports")  # the serial run's: the parallel run must write its own
     parallel = run_in_subprocess(pytester, "-n", "2", *args, str(known), "-rs", timeout=300)
     parallel.assert_outcomes(passed=2, xfailed=1, skipped=1)
     parallel.stdout.fnmatch_lines(["SKIPPED * not checkable on this target: it lacks ls.journal, ls.serve, ls.stop"])
@@ -211,6 +213,10 @@ def test_the_suite_under_xdist_gives_the_serial_verdicts(pytester: pytest.Pytest
         "WIRE-3  not checkable",
     ]
     parallel.stdout.fnmatch_lines(summary, consecutive=True)
+    # One report of the whole run, written by the controller from the workers' verdicts.
+    report = (pytester.path / "reports" / "conformance" / "report.md").read_text(encoding="utf-8")
+    rows = [line.split(" | ")[:2] for line in report.splitlines() if line.startswith("| WIRE-")]
+    assert rows == [["| WIRE-1", "known failure"], ["| WIRE-2", "pass"], ["| WIRE-3", "not checkable"]]
 
 
 def test_the_plugin_loads_in_a_project_with_a_package_named_like_the_kits(pytester: pytest.Pytester) -> None:
