@@ -17,9 +17,7 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
-
-import openai
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from conformance.errors import PreconditionNotMet, TargetError, TargetHung, TargetSpecError
 from conformance.example_tags import tagged
@@ -30,6 +28,11 @@ from conformance.targets._base import DeclaredOperations, check_result, observed
 from conformance.targets._http_store import DEFAULT_STORE_LIMITS, HttpStore, parse_store_limits
 from conformance.targets._launch import WIRINGS, LaunchedGateway, LaunchSpec, Wiring, describe_exit
 
+if TYPE_CHECKING:
+    import openai
+
+# openai is imported where a request is made, not with this module: it costs most of a second, and
+# every process that loads the reference target (each CLI run and adapter) loads this module too.
 try:
     import httpx2 as _transport
 except ImportError:  # openai before 3.x drives httpx
@@ -228,6 +231,8 @@ class HttpTarget(DeclaredOperations):
         self._create_params: frozenset[str] | None = None
         self.waited_s = 0.0  # how long the last request waited out rate limits
         self._gateway: LaunchedGateway | None = None
+        import openai
+
         self._http = openai.DefaultHttpxClient(trust_env=False)  # loopback: never through a proxy
         try:
             if options.launch is not None:
@@ -319,6 +324,8 @@ class HttpTarget(DeclaredOperations):
             waited += wait
 
     def _chat_once(self, request: dict[str, Any], api_key: str) -> tuple[dict[str, Any], Mapping[str, str]]:
+        import openai
+
         client = self._client(api_key)
         kwargs, extra = self._split(request)
         if not api_key:  # an empty key: the request goes without an Authorization header
@@ -364,11 +371,15 @@ class HttpTarget(DeclaredOperations):
         if not isinstance(kwargs.get("stream", False), bool):
             del kwargs["stream"]
         extra = {k: v for k, v in request.items() if k not in kwargs}
+        import openai
+
         for required in ("messages", "model"):
             kwargs.setdefault(required, openai.omit)
         return kwargs, extra
 
     def _client(self, api_key: str) -> openai.OpenAI:
+        import openai
+
         client = self._clients.get(api_key)
         if client is None:
             client = openai.OpenAI(
