@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.procs import alive, descendants
 from tests.support.stalling_targets import MARKER_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,34 +64,6 @@ def _ended(proc: subprocess.Popen[bytes]) -> int:
         pytest.fail("the kit did not stop within a minute of the signal")
 
 
-def _alive(pid: int) -> bool:
-    """Running, and not a zombie waiting for a parent to reap it."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-def _descendants(pid: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            parent = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(parent, []).append(int(entry.name))
-    found: set[int] = set()
-    todo = [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.add(child)
-            todo.append(child)
-    return found
-
-
 def _assert_stopped_cleanly(code: int, expected_code: int, line: str, tmp_path: Path) -> None:
     err = _err(tmp_path)
     assert code == expected_code, f"exit {code}, expected {expected_code}; stderr:\n{err}"
@@ -122,7 +95,7 @@ def test_ctrl_c_reports_what_finished_and_drops_the_interrupted_invariant(tmp_pa
     assert "1 invariant(s): 1 pass" in _out(tmp_path)
     assert not (tmp_path / "report" / "cases").exists(), "a case file from the interrupted invariant"
     if stalled_pid != proc.pid:  # the exec adapter: reaped, not left running
-        assert not _alive(stalled_pid), f"the adapter (pid {stalled_pid}) outlived the kit"
+        assert not alive(stalled_pid), f"the adapter (pid {stalled_pid}) outlived the kit"
 
 
 def test_sigterm_during_a_launched_gateway_run_reaps_the_gateway_and_its_ls(tmp_path: Path) -> None:
@@ -141,12 +114,12 @@ def test_sigterm_during_a_launched_gateway_run_reaps_the_gateway_and_its_ls(tmp_
         "IMG-1,SO-1",
     )
     _wait_for("the first invariant", lambda: "[1/2] IMG-1" in _err(tmp_path), proc, tmp_path)
-    launched = _descendants(proc.pid)
+    launched = descendants(proc.pid)
     assert len(launched) >= 2, f"expected the gateway and its stand-in LS under the kit, found {launched}"
     os.kill(proc.pid, signal.SIGTERM)  # what `timeout` and CI runners send: the kit alone
 
     _assert_stopped_cleanly(_ended(proc), 143, "interrupted during IMG-1: 0 of 2 finished", tmp_path)
-    left = {pid for pid in launched if _alive(pid)}
+    left = {pid for pid in launched if alive(pid)}
     assert not left, f"the kit left what it launched running: {left}"
 
 
@@ -174,6 +147,6 @@ def test_sigterm_ends_a_plugin_session_as_interrupted_and_reaps_the_adapter(tmp_
     output = _out(tmp_path) + _err(tmp_path)
     assert code == 2, output  # pytest.ExitCode.INTERRUPTED
     assert "Interrupted: SIGTERM" in output, output
-    assert not _alive(adapter), f"the adapter (pid {adapter}) outlived the session"
+    assert not alive(adapter), f"the adapter (pid {adapter}) outlived the session"
     report = junit.read_text(encoding="utf-8")
     assert 'name="WIRE-2"' in report, report

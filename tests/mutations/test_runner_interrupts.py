@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.procs import alive
 from tests.support.toy_specs import commit_toy_repo, toy_mutation, write_toy_spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,14 +28,6 @@ def _stalling_tests(marker: Path) -> str:
         f"    open({str(marker)!r}, 'w').write(str(os.getpid()))\n"
         "    time.sleep(300)\n    assert add(2, 3) == 5\n"
     )
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
@@ -75,4 +68,4 @@ def test_a_stop_signal_ends_verify_without_a_verdict_and_ends_its_test_run(
     assert returncode == code, stderr
     assert f"cascade-mutations: interrupted ({sig.name}): no verdict" in stderr
     assert "Traceback" not in stderr
-    assert not _alive(test_run), f"the test run (pid {test_run}) outlived cascade-mutations"
+    assert not alive(test_run), f"the test run (pid {test_run}) outlived cascade-mutations"
