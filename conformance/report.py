@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
 
 from conformance.cases import CaseFile, write_case
+from conformance.properties import Case
 from conformance.runner import Failure, Result, Status
 
 
@@ -102,19 +104,30 @@ def save_failure_cases(
     """Every distinct failure with a case as a case file: ``cases/img-3.json``, ``cases/img-3-2.json``, ...
     ``target_args``: the command-line words that reached the target, kept so the case replays there."""
     saved: dict[str, list[Path]] = {}
+    for result, failure, case, path in _case_files(results, report_dir):
+        document = CaseFile(result.invariant.id, case, target_description, failure.message, target_args)
+        saved.setdefault(result.invariant.id, []).append(write_case(path, document))
+    return saved
+
+
+def failure_case_paths(results: list[Result], report_dir: Path) -> dict[str, list[Path]]:
+    """Where :func:`save_failure_cases` puts the case files of ``results``, without writing them (the
+    pytest plugin's controller reports the files its xdist workers wrote)."""
+    paths: dict[str, list[Path]] = {}
+    for result, _, _, path in _case_files(results, report_dir):
+        paths.setdefault(result.invariant.id, []).append(path)
+    return paths
+
+
+def _case_files(results: list[Result], report_dir: Path) -> Iterator[tuple[Result, Failure, Case, Path]]:
+    """Each failure that has a case, with its file: ``cases/img-3.json``, ``cases/img-3-2.json``, ..."""
     for result in results:
         if result.status not in (Status.FAIL, Status.ERROR, Status.KNOWN_FAILURE):
             continue
         for number, failure in enumerate(_failures(result), start=1):
-            if failure.case is None:
-                continue
-            stem = result.invariant.id.lower() + (f"-{number}" if number > 1 else "")
-            path = write_case(
-                report_dir / "cases" / f"{stem}.json",
-                CaseFile(result.invariant.id, failure.case, target_description, failure.message, target_args),
-            )
-            saved.setdefault(result.invariant.id, []).append(path)
-    return saved
+            if failure.case is not None:
+                stem = result.invariant.id.lower() + (f"-{number}" if number > 1 else "")
+                yield result, failure, failure.case, report_dir / "cases" / f"{stem}.json"
 
 
 def write_junit(results: list[Result], path: Path, target_description: str) -> Path:
