@@ -220,7 +220,7 @@ class ResponseStore:
                 backend.delete(loaded.id)
             else:
                 if entry is not loaded:
-                    backend.save(entry)
+                    backend.rewrite(entry)
                 self._remember(entry)
         now = self._clock()
         self._drop_expired(now)

@@ -59,7 +59,8 @@ class SqliteBackend:
 
     def load(self) -> Iterator[StoredEntry]:
         with self._lock:
-            rows = self._db().execute(f"SELECT {_COLUMNS} FROM entries ORDER BY last_access, seq").fetchall()
+            # seq alone is the recency order: last_access is wall-clock time, which can step back.
+            rows = self._db().execute(f"SELECT {_COLUMNS} FROM entries ORDER BY seq").fetchall()
         for row in rows:
             yield _decode(row)
 
@@ -70,6 +71,10 @@ class SqliteBackend:
             f"INSERT OR REPLACE INTO entries ({_COLUMNS}, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {_NEXT_SEQ})",
             (*row, entry.created_at, entry.last_access, entry.bytes, messages),
         )
+
+    def rewrite(self, entry: StoredEntry) -> None:
+        messages = json.dumps(entry.messages, separators=(",", ":"))
+        self._write("UPDATE entries SET messages = ?, bytes = ? WHERE id = ?", (messages, entry.bytes, entry.id))
 
     def touch(self, response_id: str, last_access: float) -> None:
         self._write(f"UPDATE entries SET last_access = ?, seq = {_NEXT_SEQ} WHERE id = ?", (last_access, response_id))
