@@ -319,21 +319,29 @@ def _mutated_run(
         run = _run_tests(spec, copy, timeout_s, cancel, tests=tests, exitfirst=exitfirst)
     finally:
         target.write_bytes(original)
-    if run.collect_errors or run.errors:
+    if run.collect_errors:  # pytest calls a run with collection errors "interrupted" (exit 2): this says why
         raise NoVerdict(
-            f"{mutation.name}: the mutated run had collection or setup errors (or errors in teardown), so it "
-            f"proves nothing; an error is not a catch: {(run.collect_errors + run.errors)[:4]}"
+            f"{mutation.name}: the mutated run had collection errors, so it proves nothing; an error is not a "
+            f"catch: {run.collect_errors[:4]}"
+        )
+    if run.exitstatus not in (0, 1):
+        raise NoVerdict(
+            f"{mutation.name}: pytest ended the mutated run with exit {run.exitstatus} "
+            f"({_EXIT_MEANINGS.get(run.exitstatus, 'not a pytest exit status')}), so its outcomes are incomplete"
+        )
+    if run.errors:
+        raise NoVerdict(
+            f"{mutation.name}: the mutated run had setup errors (or errors in teardown), so it proves nothing; "
+            f"an error is not a catch: {run.errors[:4]}"
         )
     if run.with_outcome("skipped"):
         raise NoVerdict(
             f"{mutation.name}: the mutated run skipped {run.with_outcome('skipped')[:4]}; a skip is not a catch"
         )
-    if run.exitstatus not in (0, 1):
-        raise NoVerdict(
-            f"{mutation.name}: pytest ended the mutated run with exit {run.exitstatus} (interrupted, internal or "
-            "usage error), so the outcomes are incomplete"
-        )
     return run
+
+
+_EXIT_MEANINGS = {2: "interrupted", 3: "internal error", 4: "usage error", 5: "no tests collected"}
 
 
 def _first_killer(mutation: Mutation, run: TestRun, baseline: TestRun) -> str | None:
@@ -369,8 +377,14 @@ def _judge(spec: Spec, mutation: Mutation, run: TestRun, baseline: TestRun, reru
     if behaved and caught and mutation.expect_failing and not any(_names(mutation, f) for f in failing):
         behaved = False
         why = f"caught, but by none of the expected tests {list(mutation.expect_failing)}"
-    if not behaved and not why:
-        why = f"expected {'CAUGHT' if mutation.expect_caught else 'SURVIVED'}, got {'CAUGHT' if caught else 'SURVIVED'}"
+    elif caught and not mutation.expect_caught:
+        why = (
+            f"stale survivor documentation: expected SURVIVED, got CAUGHT by {', '.join(failing[:3])}"
+            f"{' ...' if len(failing) > 3 else ''}; the tests now catch it, so set expect_caught to true in "
+            f"{spec.path.name} and drop its survivor_reason"
+        )
+    elif not behaved:
+        why = "expected CAUGHT, got SURVIVED"
     return Verdict(spec, mutation, caught=caught, failing=failing, behaved=behaved, why=why, rerun=rerun)
 
 
@@ -467,6 +481,12 @@ def _run_tests(
                 f"{spec.path.name}: pytest wrote no summary (exit {returncode}); output ends:\n{output[-2000:]}"
             )
         data = json.loads(summary.read_text(encoding="utf-8"))
+        if returncode != data["exitstatus"]:
+            raise NoVerdict(
+                f"{spec.path.name}: pytest's summary says exit {data['exitstatus']} but the process ended with "
+                f"{_ended(returncode)}: it did not finish cleanly after its tests, so the outcomes are not trusted; "
+                f"output ends:\n{output[-2000:]}"
+            )
         order = list(json.loads(collected.read_text(encoding="utf-8"))["items"]) if collected.is_file() else []
     if "CASCADE-MUTATIONS-NETWORK-DENIED" in output:
         raise NoVerdict(f"{spec.path.name}: a test tried to reach the network beyond loopback")
@@ -479,6 +499,10 @@ def _run_tests(
         phase_errors=data.get("errors", []),
         order=order,
     )
+
+
+def _ended(returncode: int) -> str:
+    return f"signal {-returncode}" if returncode < 0 else f"exit {returncode}"
 
 
 def hermetic_env(copy: Path, tmp: Path, **extra: str) -> dict[str, str]:

@@ -136,7 +136,7 @@ def test_refuses_a_red_baseline(tmp_path: Path) -> None:
 
 def test_a_mutation_that_breaks_collection_is_no_verdict(tmp_path: Path) -> None:
     root = _repo(tmp_path, [toy_mutation("syntax-error", "return a + b", "return a +")])
-    with pytest.raises(NoVerdict, match="collection or setup errors"):
+    with pytest.raises(NoVerdict, match="had collection errors"):
         _verify(root)
 
 
@@ -234,7 +234,7 @@ ADD_SUBTRACTS = ("add-subtracts", "return a + b", "return a - b")
     [
         (SKIPS_IN_CALL, DESCRIBE_ALWAYS_ODD, r"skipped \['tests/test_toy.py::test_describe_even'\]; a skip is not"),
         (SKIPS_IN_SETUP, DESCRIBE_ALWAYS_ODD, r"skipped \['tests/test_toy.py::test_describe_even'\]; a skip is not"),
-        (ERRORS_IN_SETUP, ADD_SUBTRACTS, r"collection or setup errors.*test_with_checked_add"),
+        (ERRORS_IN_SETUP, ADD_SUBTRACTS, r"setup errors.*test_with_checked_add"),
         (FAILS_AND_ERRORS_IN_TEARDOWN, ADD_SUBTRACTS, r"errors in teardown.*test_with_adder"),
     ],
     ids=["skip-in-call", "skip-in-setup", "error-in-setup", "failure-and-error-in-teardown"],
