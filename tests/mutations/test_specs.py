@@ -1,13 +1,14 @@
 """Static checks of every mutation spec, in the normal suite: schema, anchors that occur exactly
 once, files and tests that exist, selections without static checks, replacements that change
 something, and coverage: every invariant with a test is pinned by a mutation and every pinned
-invariant has a test. Marked static_check: they read the specs and the tree, so any edit to an
-anchored line fails them; mutation runs never count them."""
+invariant has a test. Marked static_check: every test here reads the real specs or the tree, so any
+edit to an anchored line fails them; mutation runs never count them. The unit tests of the checker
+itself, on synthetic specs, are in test_spec_checker.py and test_baseline_guard.py, unmarked."""
 
 from __future__ import annotations
 
-import json
-from dataclasses import replace
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,10 +16,11 @@ import pytest
 from conformance.catalogue import CATALOGUE
 from conformance.properties import properties
 from mutations.matrix import coverage_problems, invariants_with_tests
-from mutations.spec import STATIC_CHECK_MARKER, SpecError, default_spec_paths, load_spec, static_problems
+from mutations.spec import STATIC_CHECK_MARKER, default_spec_paths, load_spec, static_check_files, static_problems
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = default_spec_paths()
+CHECKER_UNIT_TESTS = ("tests/mutations/test_spec_checker.py", "tests/mutations/test_baseline_guard.py")
 
 pytestmark = pytest.mark.static_check
 
@@ -44,43 +46,20 @@ def test_every_invariant_is_pinned_and_every_pin_has_a_test() -> None:
     assert coverage_problems(specs, set(properties()), invariants_with_tests(ROOT)) == []  # implemented ones
 
 
-def test_the_schema_rejects_what_it_should(tmp_path: Path) -> None:
-    good = json.loads(SPECS[0].read_text(encoding="utf-8"))
-    cases = {
-        "unknown key": {**good, "extra": 1},
-        "survivor without reason": {**good, "mutations": [{**good["mutations"][0], "expect_caught": False}]},
-        "reason on a caught one": {**good, "mutations": [{**good["mutations"][0], "survivor_reason": "x" * 30}]},
-        "string boolean": {**good, "mutations": [{**good["mutations"][0], "expect_caught": "true"}]},
-        "option-like test": {**good, "tests": ["-p no:x"]},
-    }
-    for name, document in cases.items():
-        path = tmp_path / f"{name}.json"
-        path.write_text(json.dumps(document), encoding="utf-8")
-        with pytest.raises(SpecError):
-            load_spec(path)
-
-
-def test_static_problems_are_found(tmp_path: Path) -> None:
-    spec = load_spec(SPECS[0])
-    broken = spec.mutations[0]
-    twice = replace(spec, mutations=(broken, replace(broken, anchor="import", replacement="x"), broken))
-    problems = static_problems(twice, ROOT, set(CATALOGUE))
-    assert any("used more than once" in p for p in problems)
-    assert any("occurs" in p and "exactly once" in p for p in problems)
-    unknown = replace(spec, mutations=(replace(broken, invariants=("WIRE-99",)),))
-    assert any("not in the catalogue" in p for p in static_problems(unknown, ROOT, set(CATALOGUE)))
-    same = replace(spec, mutations=(replace(broken, replacement=broken.anchor),))
-    assert any("replacement equals the anchor" in p for p in static_problems(same, ROOT, set(CATALOGUE)))
-
-
-@pytest.mark.parametrize(
-    "selected", ["tests/mutations/test_specs.py", "tests/mutations/test_specs.py::test_there_is_a_spec_per_family"]
-)
-def test_a_selection_holding_static_checks_is_a_static_problem(selected: str) -> None:
-    spec = load_spec(SPECS[0])
-    problems = static_problems(replace(spec, tests=(*spec.tests, selected)), ROOT, set(CATALOGUE))
-    assert [p for p in problems if "static checks" in p] == [
-        f"the test selection {selected!r} includes static checks (tests/mutations/test_specs.py): a static check "
-        "fails on any edit to a line it reads, so it would pass for a catch; select behavioural tests only "
-        f"(static checks carry the {STATIC_CHECK_MARKER} marker and never run under a mutation)"
-    ]
+def test_the_checkers_own_unit_tests_are_no_static_checks() -> None:
+    """They build their specs and trees in tmp_path: marking them would leave the checker untested under
+    every mutation run. The marker's text in the file is what a spec's selection is refused for, and
+    the collected marks (however applied) are what ``-m "not static_check"`` deselects."""
+    for module in CHECKER_UNIT_TESTS:
+        assert (ROOT / module).is_file(), module
+        assert static_check_files(module, ROOT) == [], f"{module} applies the {STATIC_CHECK_MARKER} marker"
+    collect = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
+    marked = subprocess.run(
+        [*collect, "-m", STATIC_CHECK_MARKER, *CHECKER_UNIT_TESTS],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert marked.returncode == pytest.ExitCode.NO_TESTS_COLLECTED, f"marked {STATIC_CHECK_MARKER}:\n{marked.stdout}"
+    assert "deselected" in marked.stdout, marked.stdout + marked.stderr
