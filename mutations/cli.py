@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from conformance.interrupts import exit_code_of, say_still_stopping, signal_name, stop_signals_interrupt
+from mutations.conformance_share import ConformanceVerdict, engine_mutations, share_line
 from mutations.matrix import coverage_problems, invariants_with_tests, kill_matrix, write_report
 from mutations.runner import EXIT_MISBEHAVED, EXIT_NO_VERDICT, EXIT_OK, NoVerdict, Outcome, format_seconds, verify
 from mutations.spec import Spec, SpecError, default_spec_paths, load_spec, static_problems
@@ -34,6 +35,20 @@ def _parser() -> argparse.ArgumentParser:
         action="store_false",
         help="run every mutation over its full selection, so the kill matrix lists every killing test (default: "
         "a mutation expected CAUGHT stops at its first killing test, the expected tests first)",
+    )
+    run.add_argument(
+        "--no-conformance",
+        dest="conformance",
+        action="store_false",
+        help="skip the conformance share (default: each engine mutation is also judged by cascade-conformance run "
+        "--only its invariants against the mutated reference, and the share caught is printed)",
+    )
+    run.add_argument(
+        "--conformance-only",
+        dest="conformance",
+        action="store_const",
+        const="only",
+        help="measure the conformance share only: no spec baselines, no test runs under the mutations",
     )
     check = sub.add_parser("check", help="static checks only: schema, anchors, files, tests, coverage")
     check.add_argument("specs", nargs="*", type=Path)
@@ -102,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
                 timeout_s=args.timeout,
                 jobs=args.jobs,
                 early_stop=args.early_stop,
+                conformance=args.conformance,
             )
     except NoVerdict as exc:
         print(f"cascade-mutations: no verdict: {exc}", file=sys.stderr)
@@ -110,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         # verify() has ended its test runs (their process groups killed) and removed its copies.
         print(f"\ncascade-mutations: interrupted ({signal_name(exc)}): no verdict", file=sys.stderr)
         return exit_code_of(exc)
-    matrix = kill_matrix(outcome.verdicts)
+    matrix = kill_matrix(outcome.verdicts, outcome.conformance)
     paths = write_report(matrix, args.report if args.report.is_absolute() else root / args.report)
     print("\nkill matrix (invariant: mutation -> killed by; a run stopped early names its first killer only):")
     for invariant_id, rows in matrix.items():
@@ -120,12 +136,20 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {invariant_id}: {row['mutation']} -> {killers or 'SURVIVED'}{first}")
     print(f"kill matrix: {', '.join(str(p) for p in paths)}")
     _print_times(outcome, args.jobs, args.early_stop)
+    if outcome.conformance is None:
+        print("conformance share: not measured (--no-conformance)")
+    elif outcome.conformance or engine_mutations(specs):
+        print(share_line(outcome.conformance))
     bad = outcome.misbehaved
     if bad:
-        print(f"{len(bad)} of {len(outcome.verdicts)} mutation(s) did NOT behave as expected:")
+        judged = len(outcome.verdicts) + len(outcome.conformance or [])
+        print(f"{len(bad)} of {judged} verdict(s) did NOT behave as expected:")
         for v in bad:
-            print(f"  {v.mutation.name}: {v.why}")
-        print("  advice: add an assertion that drives the real code path, or document the survivor with its premise")
+            print(f"  {v.mutation.name}{' (conformance)' if isinstance(v, ConformanceVerdict) else ''}: {v.why}")
+        print(
+            "  advice: add an assertion that drives the real code path, or document the survivor with its premise "
+            "(a conformance miss: a property or strategy that draws the shape, or conformance_blind)"
+        )
         return EXIT_MISBEHAVED
     print(f"all {len(outcome.verdicts)} mutation(s) behaved as expected")
     return EXIT_OK

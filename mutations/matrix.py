@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from mutations.conformance_share import ConformanceVerdict
 from mutations.runner import Verdict
 from mutations.spec import Spec
 
@@ -31,9 +32,15 @@ def coverage_problems(specs: list[Spec], catalogue: set[str], tested: set[str]) 
     return problems
 
 
-def kill_matrix(verdicts: list[Verdict]) -> dict[str, list[dict[str, Any]]]:
+def kill_matrix(
+    verdicts: list[Verdict], conformance: list[ConformanceVerdict] | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    """Per invariant, each mutation's verdict; ``conformance`` (engine mutations judged by the conformance
+    suite) adds, per mutation, that suite's verdict: ``caught``, ``blind`` (documented) or ``missed``."""
+    by_conformance = {(c.spec.path.name, c.mutation.name): c for c in conformance or []}
     matrix: dict[str, list[dict[str, Any]]] = {}
     for v in verdicts:
+        judged = by_conformance.get((v.spec.path.name, v.mutation.name))
         for inv in v.mutation.invariants:
             matrix.setdefault(inv, []).append(
                 {
@@ -44,9 +51,14 @@ def kill_matrix(verdicts: list[Verdict]) -> dict[str, list[dict[str, Any]]]:
                     "behaved": v.behaved,
                     "killed_by": v.failing,
                     "first_killer": v.first_killer,
+                    "conformance": None if judged is None else _conformance_word(judged),
                 }
             )
     return dict(sorted(matrix.items()))
+
+
+def _conformance_word(judged: ConformanceVerdict) -> str:
+    return "caught" if judged.caught else "blind" if judged.mutation.conformance_blind else "missed"
 
 
 def render_markdown(matrix: dict[str, list[dict[str, Any]]]) -> str:
@@ -55,8 +67,10 @@ def render_markdown(matrix: dict[str, list[dict[str, Any]]]) -> str:
         "",
         "A run stopped at its first killing test (`--exitfirst`) names that test only: *(first killer)*.",
         "",
-        "| invariant | mutation | verdict | killed by (or first killer) |",
-        "|---|---|---|---|",
+        "The conformance column is `cascade-conformance run --only` on the mutated reference (engine mutations).",
+        "",
+        "| invariant | mutation | verdict | killed by (or first killer) | conformance |",
+        "|---|---|---|---|---|",
     ]
     for inv, rows in matrix.items():
         for row in rows:
@@ -64,7 +78,7 @@ def render_markdown(matrix: dict[str, list[dict[str, Any]]]) -> str:
             killers = "<br>".join(f"`{t}`" for t in row["killed_by"][:6]) or "-"
             if row.get("first_killer"):
                 killers += " *(first killer)*"
-            lines.append(f"| {inv} | `{row['mutation']}` | {verdict} | {killers} |")
+            lines.append(f"| {inv} | `{row['mutation']}` | {verdict} | {killers} | {row.get('conformance') or '-'} |")
     return "\n".join(lines) + "\n"
 
 

@@ -23,9 +23,7 @@ before and after every run); results are reported in spec order whatever order t
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -35,17 +33,26 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from typing import Literal
 
 from mutations._parallel import Done, Task, run_child, run_ordered
+from mutations._tree import NoVerdict as NoVerdict
+from mutations._tree import applied, snapshot
+from mutations._tree import hermetic_env as hermetic_env
+from mutations.conformance_share import (
+    ConformanceBaseline,
+    ConformanceVerdict,
+    engine_mutations,
+    involved_invariants,
+    run_baseline,
+    run_mutation,
+    verdict_line,
+)
 from mutations.spec import STATIC_CHECK_MARKER, Mutation, Spec, static_problems
 
 EXIT_OK, EXIT_MISBEHAVED, EXIT_NO_VERDICT = 0, 1, 2
-_SNAPSHOT_SKIP = {".git", "__pycache__", ".hypothesis", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
-
-
-class NoVerdict(Exception):
-    """The evidence is not trustworthy; no mutation may be called caught or survived."""
 
 
 @dataclass(frozen=True)
@@ -103,10 +110,13 @@ class Outcome:
     verdicts: list[Verdict] = field(default_factory=list)
     times: list[SpecTime] = field(default_factory=list)
     wall_s: float = 0.0
+    conformance: list[ConformanceVerdict] | None = None
+    """Each engine mutation judged by the conformance suite; None when not measured."""
 
     @property
-    def misbehaved(self) -> list[Verdict]:
-        return [v for v in self.verdicts if not v.behaved]
+    def misbehaved(self) -> list[Verdict | ConformanceVerdict]:
+        judged: list[Verdict | ConformanceVerdict] = [*self.verdicts, *(self.conformance or [])]
+        return [v for v in judged if not v.behaved]
 
 
 def verify(
@@ -118,19 +128,22 @@ def verify(
     timeout_s: float = 900.0,
     jobs: int = 1,
     early_stop: bool = False,
+    conformance: bool | Literal["only"] = False,
     say: Callable[[str], None] = print,
 ) -> Outcome:
     """Run every mutation of every spec; raises NoVerdict when the evidence cannot be trusted.
 
     ``jobs`` copies run at once; ``early_stop`` (the command line's default) stops a mutation
-    expected CAUGHT at its first killing test (see the module docstring)."""
+    expected CAUGHT at its first killing test (see the module docstring). With ``conformance`` every
+    engine mutation is also judged by the conformance suite (:mod:`mutations.conformance_share`);
+    ``"only"`` judges nothing else."""
     began = time.monotonic()
     _refuse_dirty(root)
     problems = [f"{s.path.name}: {p}" for s in specs for p in static_problems(s, root, known_invariants)]
     if problems:
         raise NoVerdict("the specs have static problems:\n  " + "\n  ".join(problems))
-    outcome = Outcome()
-    plan = _Plan(specs, timeout_s, early_stop, keep_going)
+    outcome = Outcome(conformance=[] if conformance else None)
+    plan = _Plan(specs, timeout_s, early_stop, keep_going, conformance)
     with _disposable_copies(root, max(1, min(jobs, len(plan.tasks)))) as (copies, reference):
         plan.reference = reference
         report = _Report(plan, outcome, say)
@@ -139,38 +152,68 @@ def verify(
     return outcome
 
 
-_Body = Callable[[Path, threading.Event], TestRun | Verdict]
+_Result = TestRun | Verdict | ConformanceBaseline | ConformanceVerdict
+_Body = Callable[[Path, threading.Event], _Result]
 
 
 class _Plan:
     """The tasks of a verify run in serial order: each spec's baseline, then its mutations."""
 
-    def __init__(self, specs: list[Spec], timeout_s: float, early_stop: bool, keep_going: bool) -> None:
+    def __init__(
+        self,
+        specs: list[Spec],
+        timeout_s: float,
+        early_stop: bool,
+        keep_going: bool,
+        conformance: bool | Literal["only"] = False,
+    ) -> None:
         self.timeout_s, self.early_stop, self.keep_going = timeout_s, early_stop, keep_going
         self.reference = ""
         self.baselines: dict[int, TestRun] = {}
         self.suspect: set[Path] = set()  # copies whose last task ended without a result
-        self.tasks: list[Task[TestRun | Verdict]] = []
+        self.tasks: list[Task[_Result]] = []
         self.owner: list[tuple[int, Mutation | None]] = []  # per task: spec index, mutation (None: baseline)
         self.specs = specs
-        for n, spec in enumerate(specs):
+        for n, spec in enumerate(specs if conformance != "only" else []):
             first = len(self.tasks)
             self.tasks.append(Task(self._guarded(self._baseline(n))))
             self.owner.append((n, None))
             for mutation in spec.mutations:
                 self.tasks.append(Task(self._guarded(self._mutation(n, mutation)), after=first))
                 self.owner.append((n, mutation))
+        self.spec_tasks = len(self.tasks)
+        engine = engine_mutations(specs) if conformance else []
+        if engine:  # after every spec: the conformance baseline, then each engine mutation
+            invariants = involved_invariants(engine)
+            first = len(self.tasks)
+            baseline = partial(run_baseline, invariants, timeout_s=timeout_s)
+            self.tasks.append(Task(self._guarded(self._unchanged(baseline))))
+            for spec, mutation in engine:
+                body = partial(run_mutation, spec, mutation, timeout_s=timeout_s)
+                self.tasks.append(Task(self._guarded(self._unchanged(body)), after=first))
 
-    def ends_run(self, result: TestRun | Verdict) -> bool:
-        return isinstance(result, Verdict) and not result.behaved and not self.keep_going
+    def ends_run(self, result: _Result) -> bool:
+        judged = isinstance(result, Verdict | ConformanceVerdict)
+        return judged and not result.behaved and not self.keep_going  # type: ignore[union-attr]
+
+    def _unchanged(self, body: Callable[[Path, threading.Event], _Result]) -> _Body:
+        """``body``, refused when it leaves the copy changed (a conformance run must not write into the tree)."""
+
+        def run(copy: Path, cancel: threading.Event) -> _Result:
+            result = body(copy, cancel)
+            if snapshot(copy) != self.reference:
+                raise NoVerdict(f"a conformance run changed files in the copy {copy}; it must write outside the tree")
+            return result
+
+        return run
 
     def _guarded(self, body: _Body) -> _Body:
         """``body`` on a copy that matches the committed tree. A copy changed since its last run is
         refused, unless that run ended without a result (it gave no verdict, which ends the run after
         the earlier tasks, or was cancelled): then it is restored first."""
 
-        def run(copy: Path, cancel: threading.Event) -> TestRun | Verdict:
-            if _snapshot(copy) != self.reference:
+        def run(copy: Path, cancel: threading.Event) -> _Result:
+            if snapshot(copy) != self.reference:
                 if copy not in self.suspect:
                     raise NoVerdict(f"files in the disposable copy {copy} changed between two runs")
                 _restore(copy, self.reference)
@@ -184,11 +227,11 @@ class _Plan:
         return run
 
     def _baseline(self, n: int) -> _Body:
-        def run(copy: Path, cancel: threading.Event) -> TestRun | Verdict:
+        def run(copy: Path, cancel: threading.Event) -> _Result:
             spec = self.specs[n]
             baseline = _run_tests(spec, copy, self.timeout_s, cancel)
             _check_baseline(spec, baseline, copy)
-            if _snapshot(copy) != self.reference:
+            if snapshot(copy) != self.reference:
                 raise NoVerdict(
                     f"{spec.path.name}: the baseline run changed files in the copy; the tests have side effects"
                 )
@@ -198,11 +241,11 @@ class _Plan:
         return run
 
     def _mutation(self, n: int, mutation: Mutation) -> _Body:
-        def run(copy: Path, cancel: threading.Event) -> TestRun | Verdict:
+        def run(copy: Path, cancel: threading.Event) -> _Result:
             spec, baseline = self.specs[n], self.baselines[n]
 
             def unchanged() -> None:
-                if _snapshot(copy) != self.reference:
+                if snapshot(copy) != self.reference:
                     raise NoVerdict(f"{mutation.name}: files in the copy changed after the mutation was restored")
 
             verdict = _verify_mutation(
@@ -219,9 +262,12 @@ class _Report:
 
     def __init__(self, plan: _Plan, outcome: Outcome, say: Callable[[str], None]) -> None:
         self.plan, self.outcome, self.say = plan, outcome, say
-        self.spec_done: list[Done[TestRun | Verdict]] = []
+        self.spec_done: list[Done[_Result]] = []
 
-    def consume(self, done: Done[TestRun | Verdict]) -> None:
+    def consume(self, done: Done[_Result]) -> None:
+        if done.index >= self.plan.spec_tasks:
+            self._conformance(done.result)
+            return
         n, mutation = self.plan.owner[done.index]
         spec = self.plan.specs[n]
         if mutation is None:
@@ -235,10 +281,18 @@ class _Report:
             self.spec_done.append(done)
             self.outcome.verdicts.append(done.result)
             self.say(_verdict_line(done.result))
-        last = done.index + 1 == len(self.plan.tasks) or self.plan.owner[done.index + 1][0] != n
+        last = done.index + 1 == self.plan.spec_tasks or self.plan.owner[done.index + 1][0] != n
         stops = done.result is not None and self.plan.ends_run(done.result)
         if last or stops:
             self._spec_time(spec)
+
+    def _conformance(self, result: _Result | None) -> None:
+        if isinstance(result, ConformanceBaseline):
+            self.say(f"conformance share: baseline {len(result.verdicts)} invariant(s) pass on the reference")
+        elif isinstance(result, ConformanceVerdict):
+            assert self.outcome.conformance is not None
+            self.outcome.conformance.append(result)
+            self.say(verdict_line(result))
 
     def _spec_time(self, spec: Spec) -> None:
         first = self.spec_done[0]
@@ -308,17 +362,8 @@ def _mutated_run(
     *,
     exitfirst: bool,
 ) -> TestRun:
-    target = copy / mutation.file
-    original = target.read_bytes()
-    anchor = mutation.anchor.encode("utf-8")
-    hits = original.count(anchor)
-    if hits != 1:
-        raise NoVerdict(f"{mutation.name}: the anchor occurs {hits} times in {mutation.file} (must be once)")
-    try:
-        target.write_bytes(original.replace(anchor, mutation.replacement.encode("utf-8"), 1))
+    with applied(mutation, copy):
         run = _run_tests(spec, copy, timeout_s, cancel, tests=tests, exitfirst=exitfirst)
-    finally:
-        target.write_bytes(original)
     if run.collect_errors:  # pytest calls a run with collection errors "interrupted" (exit 2): this says why
         raise NoVerdict(
             f"{mutation.name}: the mutated run had collection errors, so it proves nothing; an error is not a "
@@ -505,24 +550,6 @@ def _ended(returncode: int) -> str:
     return f"signal {-returncode}" if returncode < 0 else f"exit {returncode}"
 
 
-def hermetic_env(copy: Path, tmp: Path, **extra: str) -> dict[str, str]:
-    """The environment of a test run: imports from ``copy`` only, no user settings, and ``extra``."""
-    return {
-        "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"]),
-        "HOME": str(tmp / "home-that-does-not-exist"),
-        "TMPDIR": str(tmp),
-        "LANG": "C.UTF-8",
-        "LC_ALL": "C.UTF-8",
-        "TZ": "UTC",
-        "NO_COLOR": "1",
-        "PYTHONPATH": str(copy),
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "HYPOTHESIS_PROFILE": "ci",
-        "GRPC_VERBOSITY": "NONE",
-        **extra,
-    }
-
-
 def _refuse_dirty(root: Path) -> None:
     try:
         status = subprocess.run(
@@ -551,7 +578,7 @@ def _disposable_copies(root: Path, count: int) -> Iterator[tuple[list[Path], str
             _git(root, "clone", "--quiet", "--local", "--no-hardlinks", "--no-checkout", str(root), str(copy))
             _git(copy, "checkout", "--quiet", "--detach", head)
             copies.append(copy)
-        snapshots = {_snapshot(copy) for copy in copies}
+        snapshots = {snapshot(copy) for copy in copies}
         if len(snapshots) != 1:
             raise NoVerdict("the disposable copies of the committed tree differ from one another")
         yield copies, snapshots.pop()
@@ -569,15 +596,5 @@ def _restore(copy: Path, reference: str) -> None:
     """Put a copy left changed by a run without a result back to the committed tree, exactly."""
     _git(copy, "checkout", "--quiet", "--", ".")
     _git(copy, "clean", "-qfdx")
-    if _snapshot(copy) != reference:
+    if snapshot(copy) != reference:
         raise NoVerdict(f"the disposable copy {copy} changed and could not be restored to the committed tree")
-
-
-def _snapshot(tree: Path) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(tree.rglob("*")):
-        rel = path.relative_to(tree)
-        if _SNAPSHOT_SKIP.intersection(rel.parts) or not path.is_file():
-            continue
-        digest.update(str(rel).encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()

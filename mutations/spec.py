@@ -37,6 +37,8 @@ class Mutation:
     expect_failing: tuple[str, ...] = ()
     description: str = ""
     survivor_reason: str = ""
+    conformance_blind: str = ""
+    """Why ``cascade-conformance run`` (a black box) cannot catch this engine mutation; empty: it must."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,7 @@ def load_spec(path: Path) -> Spec:
             expect_failing=tuple(m.get("expect_failing", ())),
             description=m.get("description", ""),
             survivor_reason=m.get("survivor_reason", ""),
+            conformance_blind=m.get("conformance_blind", ""),
         )
         for m in document["mutations"]
     )
@@ -138,6 +141,10 @@ def static_problems(spec: Spec, root: Path, known_invariants: set[str]) -> list[
                 problems.append(f"{where}: invariant {inv} is not in the catalogue")
             elif not inv.startswith(spec.family + "-"):
                 problems.append(f"{where}: invariant {inv} belongs to another family than {spec.family}")
+        if m.conformance_blind and not m.file.startswith("engine/"):
+            problems.append(
+                f"{where}: conformance_blind is for mutations of the reference engine (engine/), not {m.file}"
+            )
         target = root / m.file
         if not target.is_file():
             problems.append(f"{where}: file {m.file} does not exist")

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
+from mutations._tree import snapshot as _snapshot
 from mutations.cli import main as cascade_mutations
-from mutations.runner import EXIT_MISBEHAVED, EXIT_NO_VERDICT, _disposable_copies, _restore, _snapshot
+from mutations.runner import EXIT_MISBEHAVED, EXIT_NO_VERDICT, _disposable_copies, _restore
 from tests.support.toy_specs import commit_toy_repo, toy_mutation, write_toy_spec
 
 TOY = """def add(a, b):
