@@ -9,6 +9,7 @@ them), or limits the case draws itself.
 from __future__ import annotations
 
 import json
+import string
 from typing import Any
 
 from hypothesis import strategies as st
@@ -160,16 +161,28 @@ def short_texts() -> st.SearchStrategy[str]:
 
 
 @st.composite
-def json_document(draw: st.DrawFn, size: int) -> str:
+def json_document(draw: st.DrawFn, size: int, *, ascii_body: bool = False) -> str:
     """A JSON object (or array) of about ``size`` characters: a file write with a long body, unicode
-    keys and values, sometimes with JSON whitespace before it."""
-    seed = draw(unicode_text(min_size=1, max_size=8))
+    keys and values (``ascii_body``: an ASCII body, so ``size`` is close to its rendered length), often
+    pretty-printed or with JSON whitespace before it."""
+    seed = draw(
+        st.text(string.printable, min_size=1, max_size=8) if ascii_body else unicode_text(min_size=1, max_size=8)
+    )
     body = (seed * (size // max(1, len(seed)) + 1))[:size]
     value: Any = {"path": "/work/" + draw(identifiers()) + ".txt", "content": body, "meta": draw(json_values())}
     if draw(st.booleans()):
         value = [value]
-    lead = draw(st.sampled_from(["", " ", "\n  ", "\t"]))
-    return lead + json.dumps(value, ensure_ascii=draw(st.booleans()))
+    lead = draw(st.sampled_from(["", " ", "\n  ", "\t", "\r\n"]))
+    indent = draw(st.sampled_from([None, None, 2]))
+    return lead + json.dumps(value, ensure_ascii=draw(st.booleans()), indent=indent)
+
+
+def _argument_size(draw: st.DrawFn, limits: dict[str, int]) -> tuple[int, bool]:
+    """Most big arguments are over the entry budget; some are 0.55-0.9 of it (ASCII, so the size is what
+    is rendered): cut in half once, they fit, so the first cut is the one kept, whatever its shape."""
+    if draw(st.booleans()):
+        return _size(limits, draw(st.floats(0.55, 0.9))), True
+    return _size(limits, draw(st.floats(1.2, 3.0))), False
 
 
 @st.composite
@@ -205,11 +218,11 @@ def argument_cases(draw: st.DrawFn, target: Target, plain: bool = False) -> Case
         small = json.dumps(draw(st.dictionaries(identifiers(), json_values(), max_size=3)))
         build.call(draw(identifiers()), small, "ok")
     if draw(st.booleans()):
-        size = _size(limits, draw(st.floats(1.2, 3.0)))
-        build.call(draw(identifiers("write_")), draw(json_document(size)), draw(short_texts()))
+        size, ascii_body = _argument_size(draw, limits)
+        build.call(draw(identifiers("write_")), draw(json_document(size, ascii_body=ascii_body)), draw(short_texts()))
     build.user(draw(short_texts()))
-    size = _size(limits, draw(st.floats(1.2, 3.0)))
-    arguments = draw(plain_arguments(size) if plain else json_document(size))
+    size, ascii_body = _argument_size(draw, limits)
+    arguments = draw(plain_arguments(size) if plain else json_document(size, ascii_body=ascii_body))
     answer = {"tool_call": {"name": draw(identifiers("write_")), "arguments": arguments}}
     return {"limits": limits, "shape": shape, "messages": build.messages, "answer": answer}
 
