@@ -126,16 +126,11 @@ def main(argv: list[str] | None = None) -> int:
         # verify() has ended its test runs (their process groups killed) and removed its copies.
         print(f"\ncascade-mutations: interrupted ({signal_name(exc)}): no verdict", file=sys.stderr)
         return exit_code_of(exc)
-    matrix = kill_matrix(outcome.verdicts, outcome.conformance)
-    paths = write_report(matrix, args.report if args.report.is_absolute() else root / args.report)
-    print("\nkill matrix (invariant: mutation -> killed by; a run stopped early names its first killer only):")
-    for invariant_id, rows in matrix.items():
-        for row in rows:
-            killers = ", ".join(row["killed_by"][:3]) + (" ..." if len(row["killed_by"]) > 3 else "")
-            first = " (first killer)" if row["first_killer"] else ""
-            print(f"  {invariant_id}: {row['mutation']} -> {killers or 'SURVIVED'}{first}")
-    print(f"kill matrix: {', '.join(str(p) for p in paths)}")
-    _print_times(outcome, args.jobs, args.early_stop)
+    if args.conformance == "only":
+        print(f"wall time in total: {format_seconds(outcome.wall_s)} ({args.jobs} job(s), conformance share only)")
+    else:
+        _print_matrix(outcome, args.report if args.report.is_absolute() else root / args.report)
+        _print_times(outcome, args.jobs, args.early_stop)
     if outcome.conformance is None:
         print("conformance share: not measured (--no-conformance)")
     elif outcome.conformance or engine_mutations(specs):
@@ -153,6 +148,19 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_MISBEHAVED
     print(f"all {len(outcome.verdicts)} mutation(s) behaved as expected")
     return EXIT_OK
+
+
+def _print_matrix(outcome: Outcome, report_dir: Path) -> None:
+    matrix = kill_matrix(outcome.verdicts, outcome.conformance)
+    paths = write_report(matrix, report_dir)
+    print("\nkill matrix (invariant: mutation -> killed by; a run stopped early names its first killer only):")
+    for invariant_id, rows in matrix.items():
+        for row in rows:
+            killers = ", ".join(row["killed_by"][:3]) + (" ..." if len(row["killed_by"]) > 3 else "")
+            first = " (first killer)" if row["first_killer"] else ""
+            share = f"; conformance: {row['conformance']}" if row["conformance"] else ""
+            print(f"  {invariant_id}: {row['mutation']} -> {killers or 'SURVIVED'}{first}{share}")
+    print(f"kill matrix: {', '.join(str(p) for p in paths)}")
 
 
 def _print_times(outcome: Outcome, jobs: int, early_stop: bool) -> None:

@@ -74,6 +74,7 @@ def test_the_schema_rejects_what_it_should(tmp_path: Path) -> None:
         "survivor without reason": {**good, "mutations": [{**good["mutations"][0], "expect_caught": False}]},
         "reason on a caught one": {**good, "mutations": [{**good["mutations"][0], "survivor_reason": "x" * 30}]},
         "string boolean": {**good, "mutations": [{**good["mutations"][0], "expect_caught": "true"}]},
+        "blind without a reason": {**good, "mutations": [{**good["mutations"][0], "conformance_blind": "short"}]},
         "option-like test": {**good, "tests": ["-p no:x"]},
     }
     for name, document in cases.items():
@@ -126,8 +127,21 @@ def test_static_problems_are_found(tmp_path: Path) -> None:
             {"expect_failing": ("tests/test_other.py::test_describe",)},
             "mutation 'odd-is-even': expect_failing 'tests/test_other.py::test_describe' is outside the spec's tests",
         ),
+        (
+            {},
+            {"conformance_blind": "a black box cannot see the fake's own code"},
+            "mutation 'odd-is-even': conformance_blind is for mutations of the reference engine (engine/), not "
+            "fakels/toy.py",
+        ),
     ],
-    ids=["missing-test-file", "other-family", "missing-file", "absent-anchor", "expect-failing-outside"],
+    ids=[
+        "missing-test-file",
+        "other-family",
+        "missing-file",
+        "absent-anchor",
+        "expect-failing-outside",
+        "blind-fakels",
+    ],
 )
 def test_each_other_static_problem_is_named(
     tmp_path: Path, spec_change: dict[str, Any], mutation_change: dict[str, Any], problem: str
