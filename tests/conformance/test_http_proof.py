@@ -32,7 +32,9 @@ OVER_HTTP = [i for i, prop in properties().items() if not prop.missing(HTTP_TARG
 
 
 def _launch(*extra: str) -> Target:
-    keys = " ".join(f"--api-key {key}" for key in _KEYS)
+    # Both callers' identities hold separators and share a tenant ("proof:team"), as keyed gateways'
+    # owners do: only the whole identity may tell two owners apart (STORE-8).
+    keys = " ".join(f"--api-key {key}=proof:team:caller-{n}" for n, key in enumerate(_KEYS))
     command = (
         f"{sys.executable} -m engine.cli serve --port {{port}} --ls-binary {{ls_binary}} {keys} "
         f"--poll-interval-s 0.005 --store-max-messages {_STORE['max_messages']} "
