@@ -394,9 +394,22 @@ _SESSION_OPERATIONS = (
     Operation(
         name="session.commit",
         summary="Commit items (messages, tool calls, tool results with image attachments, bytes as base64) to the "
-        "session's history, as the engine commits a tool round: durably, before anything is built.",
-        params=_object({"items": {"type": "array", "items": _SESSION_ITEM}}),
-        result=_object({}),
+        "session's history, as the engine commits a tool round: durably, before anything is built. With "
+        "`fail_log_write` (a target declaring that capability) this commit's session-log write fails: answers why "
+        "(`failed`), and the history must be left as it was.",
+        params=_object(
+            {"items": {"type": "array", "items": _SESSION_ITEM}, "fail_log_write": {"type": "boolean"}},
+            required=["items"],
+        ),
+        result={"oneOf": [_object({}), _object({"failed": {"type": "string", "minLength": 1}})]},
+        capabilities={
+            "fail_log_write": {
+                "type": "boolean",
+                "description": "session.commit takes `fail_log_write: true`: the durable session-log write of that "
+                "commit fails for real, the commit answers `failed` and leaves the history unchanged (ATT-1 "
+                "judges it; without this capability that part of ATT-1 is reported as not judged)",
+            }
+        },
     ),
     Operation(
         name="session.build",

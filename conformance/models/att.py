@@ -173,6 +173,17 @@ def prefix_problems(earlier: Sequence[Any], later: Sequence[Any]) -> list[str]:
     return []
 
 
+def identity_problems(expected: Sequence[Any], got: Sequence[Any]) -> list[str]:
+    """``got`` must be ``expected`` byte for byte (as JSON text): where it is not, the first difference."""
+    if json.dumps(got, ensure_ascii=False) == json.dumps(expected, ensure_ascii=False):
+        return []
+    common = min(len(expected), len(got))
+    problems = prefix_problems(expected[:common], got[:common])
+    if len(got) != len(expected):
+        problems.insert(0, f"{len(expected)} items became {len(got)}")
+    return problems or ["the same items, serialised differently (key order or escapes)"]
+
+
 def base64_leaks(text: str, items: Sequence[Mapping[str, Any]], span: int = 12) -> list[str]:
     """Pieces (``span`` characters) of any attachment's base64 found in ``text``."""
     leaks = []

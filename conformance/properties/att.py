@@ -9,7 +9,6 @@ with it and with each other.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -20,15 +19,17 @@ from conformance.models.att import (
     check_chat,
     check_responses,
     expected_results,
+    identity_problems,
     prefix_problems,
 )
 from conformance.properties import Case, Evidence, invariant_property
-from conformance.strategies.att import prune_cases, session_cases
+from conformance.strategies.att import durable_cases, prune_cases, session_cases
 from conformance.targets import Target
 
 _NEEDS = ("session.open", "session.commit", "session.build")
 _CHECKS = {"responses": check_responses, "chat": check_chat}
 _ALL_PRUNED = {"protected_tokens": 0, "min_savings": 0}
+_LOG_FAULT = "a failing session-log write (session.commit's fail_log_write)"
 
 
 def _flat(rounds: Sequence[Sequence[dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -42,28 +43,63 @@ def _build(target: Target, upstream: str, prune: dict[str, int] | None = None) -
 
 def _judge(request: list[Any], items: list[dict[str, Any]], case: Case, pruned: frozenset[str] = frozenset()) -> None:
     expected = expected_results(items, vision=case["vision"], pruned=pruned)
-    problems = _CHECKS[case["upstream"]](request, expected)
-    assert not problems, f"the {case['upstream']} request breaks the rules:\n  " + "\n  ".join(problems[:6])
+    _holds(_CHECKS[case["upstream"]](request, expected)[:6], f"the {case['upstream']} request breaks the rules")
 
 
-@invariant_property("ATT-1", needs=(*_NEEDS, "session.restore"), cases=session_cases, max_examples=25)
+def _holds(problems: list[str], what: str) -> None:
+    assert not problems, f"{what}:\n  " + "\n  ".join(problems)
+
+
+@invariant_property("ATT-1", needs=(*_NEEDS, "session.restore"), cases=durable_cases, max_examples=25)
 def images_are_durable_and_restore_identically(target: Target, case: Case, evidence: Evidence) -> None:
     """Commit the history, restore the session before anything was built: the request holds every
     image (it was committed and logged first); build, restore again, build: the same request, byte
-    for byte."""
+    for byte. When a round's commit has its log write fail (``fail_round``), that commit answers
+    ``failed`` and the build after it is the one before it (nothing unlogged reached the history);
+    the round is then committed again, and the restored session lowers as the running one did."""
     target.call("session.open", vision=case["vision"])
     items = _flat(case["rounds"])
-    for batch in case["rounds"]:
+    failing = _failing_round(target, case, evidence)
+    for index, batch in enumerate(case["rounds"]):
+        if index == failing:
+            _commit_with_a_failing_log_write(target, case, index, evidence)
         target.call("session.commit", items=batch)
+    running = _build(target, case["upstream"]) if failing is not None else None
     target.call("session.restore")
     first = _build(target, case["upstream"])
     evidence.add("request", excerpt(first))
     _judge(first, items, case)
+    if running is not None:
+        _holds(
+            identity_problems(running, first),
+            f"after the failed log write of round {failing}, the restored session lowers unlike the running one",
+        )
     target.call("session.restore")
     again = _build(target, case["upstream"])
-    assert json.dumps(again, ensure_ascii=False) == json.dumps(first, ensure_ascii=False), (
-        "the restored session lowers differently:\n  " + "\n  ".join(prefix_problems(first, again) or ["(same items)"])
+    _holds(identity_problems(first, again), "the restored session lowers differently")
+
+
+def _failing_round(target: Target, case: Case, evidence: Evidence) -> int | None:
+    """The round whose first commit fails its log write, when the case has one and the target can fail one."""
+    index: int | None = case.get("fail_round")
+    if index is not None and not target.capabilities("session.commit").get("fail_log_write"):
+        evidence.not_observed(_LOG_FAULT)
+        return None
+    return index
+
+
+def _commit_with_a_failing_log_write(target: Target, case: Case, index: int, evidence: Evidence) -> None:
+    """Commit round ``index`` with its log write failing: the commit must say it failed, and the history
+    must be as before (the model's request for the rounds before, and the very request built before)."""
+    before = _build(target, case["upstream"])
+    answer = target.call("session.commit", items=case["rounds"][index], fail_log_write=True)
+    after = _build(target, case["upstream"])
+    evidence.add(f"round {index}, committed with a failing log write", {"answer": answer, "after": excerpt(after)})
+    assert "failed" in answer, f"the commit of round {index} answered success although its log write failed"
+    _holds(
+        identity_problems(before, after), f"the commit of round {index}, whose log write failed, changed the history"
     )
+    _judge(after, _flat(case["rounds"][:index]), case)
 
 
 @invariant_property("ATT-2", needs=_NEEDS, cases=session_cases, max_examples=25)

@@ -93,6 +93,15 @@ def session_cases(draw: st.DrawFn, target: Target) -> Case:
 
 
 @st.composite
+def durable_cases(draw: st.DrawFn, target: Target) -> Case:
+    """A session case and, in about half of them, the round whose first commit has its session-log write
+    fail (``fail_round``; null: none fails). Drawn whatever the target: one that cannot fail a log write
+    commits the round once and the property says it did not judge that part."""
+    case = draw(session_cases(target))
+    return {**case, "fail_round": draw(st.none() | st.integers(0, len(case["rounds"]) - 1))}
+
+
+@st.composite
 def prune_cases(draw: st.DrawFn, target: Target) -> Case:
     """A history pruned once with nothing protected (every detailed result before the newest round is
     cleared), then built again without a prune, then compacted keeping the tail from ``retain``."""

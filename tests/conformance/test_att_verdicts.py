@@ -40,3 +40,27 @@ def test_a_session_without_views_cannot_check_what_needs_them(invariant: str) ->
     result = run_on(f"{BROKEN}:without_views", invariant)
     assert result.status == Status.NOT_CHECKABLE, (result.status, result.message)
     assert "session.views" in result.message
+
+
+FAULTS = "python:tests.conformance.log_faults_support"
+
+
+def test_a_session_keeping_a_round_its_log_never_wrote_fails_att_1() -> None:
+    result = run_on(f"{FAULTS}:keeps_the_unlogged_round", "ATT-1")
+    assert result.status == Status.FAIL, (result.status, result.message)
+    assert "whose log write failed, changed the history" in result.message
+    assert result.case is not None
+    assert result.case["fail_round"] is not None
+
+
+def test_a_session_answering_success_for_a_failed_log_write_fails_att_1() -> None:
+    result = run_on(f"{FAULTS}:swallows_the_failure", "ATT-1")
+    assert result.status == Status.FAIL, (result.status, result.message)
+    assert "answered success although its log write failed" in result.message
+
+
+def test_a_session_that_cannot_fail_a_log_write_passes_att_1_partially() -> None:
+    """Never sent the fault (its session.commit would raise on it), judged on everything else."""
+    result = run_on(f"{FAULTS}:cannot_fail_a_log_write", "ATT-1")
+    assert result.status == Status.PARTIAL, (result.status, result.message)
+    assert "a failing session-log write (session.commit's fail_log_write) not exposed" in result.message

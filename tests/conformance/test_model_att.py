@@ -16,6 +16,7 @@ from conformance.models.att import (
     check_responses,
     data_url,
     expected_results,
+    identity_problems,
     prefix_problems,
 )
 from tests.conformance.model_att_support import (
@@ -356,4 +357,25 @@ def test_the_first_changed_item_is_reported() -> None:
     assert prefix_problems(EARLIER, cleared) == [
         'item 2 changed between requests: \'{"call_id": "c1", "output": "Read", "type": "function_call_output"}\''
         ' became \'{"call_id": "c1", "output": "", "type": "function_call_output"}\''
+    ]
+
+
+# --- identity (ATT-1) -------------------------------------------------------------------------
+
+
+def test_only_the_same_json_text_is_identical() -> None:
+    assert identity_problems(EARLIER, [dict(item) for item in EARLIER]) == []
+    assert identity_problems([], []) == []
+    reordered = [dict(reversed(list(item.items()))) for item in EARLIER]
+    assert identity_problems(EARLIER, reordered) == ["the same items, serialised differently (key order or escapes)"]
+
+
+def test_an_identity_problem_says_how_the_length_changed_and_where_the_items_first_differ() -> None:
+    assert identity_problems(EARLIER[:1], EARLIER) == ["1 items became 3"]
+    assert identity_problems(EARLIER, []) == ["3 items became 0"]
+    cleared = [*EARLIER[:2], r_output("c1", "")]
+    assert identity_problems(EARLIER, [*cleared, r_message("assistant", "done")]) == [
+        "3 items became 4",
+        'item 2 changed between requests: \'{"call_id": "c1", "output": "Read", "type": "function_call_output"}\''
+        ' became \'{"call_id": "c1", "output": "", "type": "function_call_output"}\'',
     ]

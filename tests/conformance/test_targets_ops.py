@@ -249,3 +249,19 @@ def test_the_session_needs_opening_and_reopening_starts_empty(reference: Referen
     reference.session_close()
     with pytest.raises(RuntimeError):
         reference.session_commit(ITEMS[:1])
+
+
+def test_a_commit_whose_log_write_fails_says_so_and_leaves_history_and_log_as_they_were(
+    reference: ReferenceTarget,
+) -> None:
+    assert reference.capabilities("session.commit") == {"fail_log_write": True}
+    reference.session_open(True)
+    reference.session_commit(ITEMS[:2])
+    before = reference.session_build("responses", None)["request"]
+    assert reference.session_commit(ITEMS[2:4], fail_log_write=True) == {"failed": "DatabaseError: not authorized"}
+    assert reference.session_build("responses", None)["request"] == before
+    assert reference.session_commit(ITEMS[2:4], fail_log_write=False) == {}, "the fault was for that commit only"
+    running = reference.session_build("responses", None)["request"]
+    assert len(running) == 4
+    reference.session_restore()
+    assert reference.session_build("responses", None)["request"] == running, "the log holds the round once"

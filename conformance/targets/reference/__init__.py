@@ -33,6 +33,8 @@ class ReferenceTarget(EngineOperations, GatewayOperations, StoreOperations, Sess
     def capabilities(self, op: str) -> Mapping[str, Any]:
         if op == "ls.decode_request":
             return {"methods": sorted(RPCS)}
+        if op == "session.commit":
+            return {"fail_log_write": True}
         optional = OPERATIONS[op].optional
         return {"observes": list(optional)} if optional else {}
 

@@ -1,10 +1,20 @@
 """The session operations on the reference target: :class:`engine.sessions.session.Session` over a real
-SQLite session log in a temporary folder, so ``session.restore`` is a restart from the file."""
+SQLite session log in a temporary folder, so ``session.restore`` is a restart from the file.
+
+``session.commit`` with ``fail_log_write`` makes that commit's durable write fail for real: for the one
+commit, the log's own SQLite connection refuses every row write (an authorizer denying INSERT, UPDATE and
+DELETE, as a read-only or failing database would), so the engine's log write begins its transaction, has
+its INSERT refused, rolls back and raises, and the history's commit raises with it. Nothing else is
+replaced; the file is untouched and the connection is as before once the commit returns.
+"""
 
 from __future__ import annotations
 
 import json
+import sqlite3
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -36,8 +46,18 @@ class SessionOperations:
         self._session = Session(_SESSION_ID, History(), log=self._session_log, capabilities=self._capabilities)
         return {}
 
-    def session_commit(self, items: list[dict[str, Any]]) -> dict[str, Any]:
-        self._open_session().history.commit(*(item_from_json(item) for item in items))
+    def session_commit(self, items: list[dict[str, Any]], fail_log_write: bool = False) -> dict[str, Any]:
+        history = self._open_session().history
+        parsed = [item_from_json(item) for item in items]
+        if not fail_log_write:
+            history.commit(*parsed)
+            return {}
+        assert self._session_log is not None
+        try:
+            with _writes_refused(self._session_log):
+                history.commit(*parsed)
+        except Exception as exc:  # the refused write, as the engine raised it
+            return {"failed": f"{type(exc).__name__}: {exc}"}
         return {}
 
     def session_build(self, upstream: Literal["responses", "chat"], prune: dict[str, int] | None) -> dict[str, Any]:
@@ -79,3 +99,23 @@ class SessionOperations:
         if self._session is None:
             raise RuntimeError("no session is open: call session.open first")
         return self._session
+
+
+_WRITES = frozenset({sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE})
+
+
+@contextmanager
+def _writes_refused(log: SessionLog) -> Iterator[None]:
+    """``log``'s SQLite connection refuses every row write while inside (reached as the engine's own tests
+    reach it: ``SessionLog._db``; setting an authorizer also expires the connection's prepared statements, so
+    a cached INSERT is refused too)."""
+
+    def refuse_writes(action: int, *_: str | None) -> int:
+        return sqlite3.SQLITE_DENY if action in _WRITES else sqlite3.SQLITE_OK
+
+    conn = log._db()
+    conn.set_authorizer(refuse_writes)
+    try:
+        yield
+    finally:
+        conn.set_authorizer(None)
