@@ -11,7 +11,13 @@ tracing alone the rules are checkable for any trimming policy:
 * where messages were dropped (a *seam*: the first stored message whose origin does not follow its
   predecessor's), a notice naming how many sits at the seam, or on the message before it when the
   seam is the newest message;
-* a notice is a leading string prefix, or a leading text block of a parts array.
+* a notice is a leading string prefix, or a leading text block of a parts array; both stages'
+  notices may lead one text (engine.md Q3.5), and a notice is never cut (:func:`cut_notices`).
+
+Lengths are JavaScript's, in UTF-16 units (:func:`utf16_units`), as the seed measures them. What a
+store must do with a write (refuse it, or keep it) is decided from the seed's rules alone, never by
+asking a store: :func:`refusal_causes` lists the strings that could make a store refuse a write (none:
+a refusal is wrong), :func:`must_refuse` proves that a write cannot be kept.
 
 The exact texts are the reference's (engine.md §3.C); the strip pattern is the handler's.
 """
@@ -30,6 +36,23 @@ ARGUMENTS_TRUNCATION_JSON = (
     'RESPONSE_STORE_MAX_BYTES ...]"}'
 )
 NOTICE = re.compile(r"^\[\.\.\. (\d+) earlier message\(s\) dropped by the response store[^\]]*\]\n\n")
+# NOTICE unanchored, to find the notices that follow one another at the start of a text.
+_NOTICE_AT = re.compile(NOTICE.pattern.removeprefix("^"))
+# How a notice opens, up to its free-worded rest (a cut notice keeps a prefix of this, or of a whole one).
+_NOTICE_OPENING = re.compile(r"\[\.\.\. (\d+)")
+_NOTICE_WORDS = " earlier message(s) dropped by the response store"
+#: The byte stage's notice (engine.md §3.C, the seed's exact text), as it reads for ``count`` dropped.
+BYTE_NOTICE = (
+    "[... {count} earlier message(s) dropped by the response store to stay within RESPONSE_STORE_MAX_BYTES ...]\n\n"
+)
+#: Seed 003's content stage, in UTF-16 units: a cut adds the marker; a JSON-document ``arguments``
+#: value is replaced by the document. A string is rewritten only when its replacement is shorter (the
+#: floor); a candidate halved to no shorter value rejects the write; at most 64 passes.
+MARKER_UNITS = len(TRUNCATION_MARKER)
+DOCUMENT_UNITS = len(ARGUMENTS_TRUNCATION_JSON)
+MAX_PASSES = 64
+# The seed's UNSHRINKABLE_KEYS (the engine adds call_id: a seed store may still cut one).
+_SEED_UNSHRINKABLE = frozenset({"type", "role", "id", "tool_call_id", "name"})
 # The text block a notice becomes on a parts array (any of the text block types a gateway may use).
 TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
 _TOKEN = re.compile(r"⟦m(\d+)⟧")
@@ -45,6 +68,11 @@ _JS_SPACE = frozenset(" \t\n\r\v\f\u00a0\u1680\u2028\u2029\u202f\u205f\u3000\ufe
 def token(index: int) -> str:
     """The token message ``index`` of a generated conversation starts its first text with."""
     return f"⟦m{index}⟧"
+
+
+def utf16_units(text: str) -> int:
+    """``text.length`` in JavaScript: the seed measures every string in UTF-16 units."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def looks_like_json_document(text: str) -> bool:
@@ -77,6 +105,7 @@ class Problem:
     key: str
     text: str
     json_arguments: bool = False  # at an ``arguments`` value whose original is a JSON document
+    grew: bool = False  # a truncation (the marker, or the document) not shorter than the value it replaced
 
 
 @dataclass
@@ -96,6 +125,10 @@ class Traced:
 
     def json_argument_problems(self) -> list[str]:
         return [p.text for p in self.problems if p.json_arguments]
+
+    def grown(self) -> list[str]:
+        """Truncations that did not shrink the value they replaced (seed 003: never)."""
+        return [p.text for p in self.problems if p.grew]
 
     def other_string_problems(self) -> list[str]:
         """Problems at strings that are neither pairing keys nor JSON-document arguments."""
@@ -118,17 +151,16 @@ def trace(stored: Sequence[Any], submitted: Sequence[Mapping[str, Any]]) -> Trac
         if not isinstance(message, Mapping):
             traced.problems.append(Problem(where, "", f"{where} is not an object: {_short(message)}"))
             continue
-        body, notice = _without_notice(message)
-        if notice is not None:
-            traced.notices.append(Notice(position, notice[0], notice[1]))
+        body, found = _without_notices(message)
+        traced.notices += [Notice(position, count, as_block) for count, as_block in found]
         origin = _origin(body, by_call, len(submitted))
         if origin is None:
             traced.problems.append(Problem(where, "", f"{where} comes from no submitted message: {_short(message)}"))
             continue
         traced.origins.append(origin)
         original = submitted[origin]
-        if notice is not None and original.get("content") is None and body.get("content") == "":
-            # The notice became the content of a message that had none (absent, or null on a Chat call).
+        if found and original.get("content") is None and body.get("content") == "":
+            # The notices became the content of a message that had none (absent, or null on a Chat call).
             body = {k: v for k, v in body.items() if k != "content"}
             if "content" in original:
                 body["content"] = None
@@ -165,10 +197,118 @@ def notices_in(stored: Sequence[Any]) -> list[Notice]:
     found = []
     for position, message in enumerate(stored):
         if isinstance(message, Mapping):
-            notice = _without_notice(message)[1]
-            if notice is not None:
-                found.append(Notice(position, notice[0], notice[1]))
+            found += [Notice(position, count, as_block) for count, as_block in _without_notices(message)[1]]
     return found
+
+
+def cut_notices(stored: Sequence[Any]) -> list[str]:
+    """Stored texts in which a notice was cut: after their whole leading notices (if any) comes the
+    start of another notice, then the truncation marker. A cut notice no longer matches the strip
+    pattern, and the drop it reported turns silent: a store keeps a text's notices whole."""
+    found = []
+    for position, message in enumerate(stored):
+        if not isinstance(message, Mapping):
+            continue
+        body, notices = _without_notices(message)
+        content = body.get("content")
+        if isinstance(content, list):
+            content = next((b.get("text") for b in content if isinstance(b, Mapping) and _is_text_block(b)), None)
+        if isinstance(content, str) and _opens_with_a_cut_notice(content):
+            shown = content[: content.index(TRUNCATION_MARKER) + len(TRUNCATION_MARKER)]
+            found.append(
+                f"stored message {position}: after {len(notices)} whole notice(s), its text goes on with the start "
+                f"of another, cut: {shown!r}"
+            )
+    return found
+
+
+def refusal_causes(messages: Sequence[Any]) -> list[str]:
+    """Where the strings are that could make seed 003's store refuse this write: longer than the
+    83-unit marker, so their cut is shorter and they may be rewritten, and not a JSON-document
+    ``arguments`` value (replaced by the 121-unit document, which is shorter: never refused) nor
+    under a key the seed never cuts. No other string is ever a candidate (its shortest cut, with
+    whatever notices lead it, is not shorter), so a write without these is stored, over its budget if
+    need be ("nothing is left to cut"): refusing it is wrong."""
+    return [path for path, key, text in _strings(messages, "") if _may_be_refused_over(key, text)]
+
+
+def must_refuse(submitted: Sequence[Any], limits: Mapping[str, int]) -> str | None:
+    """Why seed 003's store must refuse the write ``submitted`` (the conversation and the answer's
+    items, newest last) under ``limits``, when the kit can prove it; else None (a store may keep it).
+
+    The proof: the count stage leaves the write whole (it is within the cap); the newest message,
+    which both stages keep, costs more than the budget on its own (64 bytes, and 2 a UTF-16 unit of a
+    text T in its content, in every accounting of the seed); T has 84 to 166 units, so halving it
+    (half its units and the 83-unit marker) never shrinks it; no notice can join T (the byte stage's
+    goes on a leading system message, which it keeps, or is a block of its own beside T in a parts
+    array). So the content stage, while the entry is over budget, picks T sooner or later and finds
+    that it cannot shrink, which rejects the write, unless its 64 passes run out first: the passes
+    every other candidate can take (a halving each time the excess over 166 units halves, one
+    replacement for a JSON document) must leave one for T.
+    """
+    if not 2 <= len(submitted) <= int(limits["max_messages"]) or not isinstance(submitted[-1], Mapping):
+        return None
+    budget = int(limits["max_entry_bytes"])
+    head = isinstance(submitted[0], Mapping) and submitted[0].get("role") == "system"
+    content = submitted[-1].get("content")
+    texts = [(content, False)] if isinstance(content, str) else []
+    if isinstance(content, list):
+        texts = [(b["text"], True) for b in content if isinstance(b, Mapping) and isinstance(b.get("text"), str)]
+    for text, in_parts in texts:
+        units = utf16_units(text)
+        halved = units // 2 + MARKER_UNITS
+        if units <= MARKER_UNITS or halved < units or 64 + 2 * units <= budget:
+            continue
+        if NOTICE.match(text) is not None or not (head or in_parts):
+            continue
+        if _passes_besides(submitted, text) >= MAX_PASSES:
+            continue
+        return (
+            f"the newest message, which the count and byte stages both keep, costs at least {64 + 2 * units} bytes "
+            f"on its own (64, and 2 a UTF-16 unit of its {units}-unit text) against an entry budget of {budget}; "
+            f"that text cannot shrink (halved, it keeps {units // 2} units and gains the {MARKER_UNITS}-unit marker: "
+            f"{halved} units) and no notice can join it, so the content stage meets a candidate that cannot shrink "
+            "before its passes run out, and seed 003 rejects the write"
+        )
+    return None
+
+
+# Passes the stages' own notices might take as candidates (a seed store that cuts noticed texts).
+_NOTICE_PASSES = 8
+
+
+def _passes_besides(submitted: Sequence[Any], text: str) -> int:
+    """At most how many passes of the content stage go to candidates other than ``text`` (one of them,
+    the newest message's, left out once) before every one left is at most 166 units and cannot shrink."""
+    passes, skipped = _NOTICE_PASSES, False
+    for _path, key, value in _strings(submitted, ""):
+        if value is text and not skipped:
+            skipped = True
+        elif key == "arguments" and looks_like_json_document(value):
+            passes += utf16_units(value) > DOCUMENT_UNITS
+        elif _may_be_refused_over(key, value):
+            passes += utf16_units(value).bit_length() + 1
+    return passes
+
+
+def _may_be_refused_over(key: Any, text: str) -> bool:
+    if isinstance(key, str) and key in _SEED_UNSHRINKABLE:
+        return False
+    if key == "arguments" and looks_like_json_document(text):
+        return False
+    return len(text) > MARKER_UNITS or utf16_units(text) > MARKER_UNITS
+
+
+def _strings(value: Any, path: str, key: Any = None) -> Iterator[tuple[str, Any, str]]:
+    """Every string below ``value``: its path, its key (a list item's is the list's index) and itself."""
+    if isinstance(value, str):
+        yield path, key, value
+    elif isinstance(value, Mapping):
+        for name, item in value.items():
+            yield from _strings(item, f"{path}/{name}", name)
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            yield from _strings(item, f"{path}/{index}", index)
 
 
 def text_of(message: Mapping[str, Any]) -> str | None:
@@ -218,21 +358,56 @@ def _origin(message: Mapping[str, Any], by_call: Mapping[tuple[str, str], int], 
     return None
 
 
-def _without_notice(message: Mapping[str, Any]) -> tuple[Mapping[str, Any], tuple[int, bool] | None]:
-    """``message`` with a leading drop notice taken off, and the notice's count and form."""
+def _without_notices(message: Mapping[str, Any]) -> tuple[Mapping[str, Any], list[tuple[int, bool]]]:
+    """``message`` with its leading drop notices taken off (both stages' may lead one text, engine.md
+    Q3.5), and each notice's count and form (a string prefix, or a leading text block of its own)."""
     content = message.get("content")
+    found: list[tuple[int, bool]] = []
     if isinstance(content, str):
-        found = NOTICE.match(content)
-        if found is not None:
-            return {**message, "content": content[found.end() :]}, (int(found.group(1)), False)
-    if isinstance(content, list) and content and isinstance(content[0], Mapping):
-        block = content[0]
+        end = 0
+        while (notice := _NOTICE_AT.match(content, end)) is not None:
+            found.append((int(notice.group(1)), False))
+            end = notice.end()
+        return ({**message, "content": content[end:]} if found else message), found
+    blocks = 0
+    while isinstance(content, list) and blocks < len(content) and isinstance(content[blocks], Mapping):
+        block = content[blocks]
         text = block.get("text")
-        if block.get("type") in TEXT_BLOCKS and isinstance(text, str):
-            found = NOTICE.match(text)
-            if found is not None and found.end() == len(text):
-                return {**message, "content": content[1:]}, (int(found.group(1)), True)
-    return message, None
+        if not (_is_text_block(block) and isinstance(text, str)):
+            break
+        end, counts = 0, []
+        while (notice := _NOTICE_AT.match(text, end)) is not None:
+            counts.append(int(notice.group(1)))
+            end = notice.end()
+        if not counts or end != len(text):
+            break
+        found += [(count, True) for count in counts]
+        blocks += 1
+    if blocks:
+        assert isinstance(content, list)
+        return {**message, "content": content[blocks:]}, found
+    return message, found
+
+
+def _is_text_block(block: Mapping[str, Any]) -> bool:
+    return block.get("type") in TEXT_BLOCKS
+
+
+def _opens_with_a_cut_notice(text: str) -> bool:
+    """Whether ``text`` (after its whole notices) is the start of a notice and then the marker."""
+    at = text.find(TRUNCATION_MARKER)
+    return at > 0 and _is_notice_prefix(text[:at])
+
+
+def _is_notice_prefix(kept: str) -> bool:
+    """Whether ``kept`` is what a cut leaves of a notice: the start of one, short of its closing ``]\\n\\n``."""
+    opening = _NOTICE_OPENING.match(kept)
+    if opening is None:
+        return "[... ".startswith(kept)
+    rest = kept[opening.end() :]
+    if _NOTICE_WORDS.startswith(rest):
+        return True
+    return rest.startswith(_NOTICE_WORDS) and re.fullmatch(r"[^\]]*(\]\n?)?", rest[len(_NOTICE_WORDS) :]) is not None
 
 
 def _compare(stored: Any, original: Any, path: str, traced: Traced, key: str = "") -> None:
@@ -242,7 +417,13 @@ def _compare(stored: Any, original: Any, path: str, traced: Traced, key: str = "
             if kind is None:
                 text = f"{path}: rewritten in a way no rule allows: {_pair(stored, original)}"
                 json_arguments = key == "arguments" and looks_like_json_document(original)
-                traced.problems.append(Problem(path, key, text, json_arguments))
+                grew = _is_truncation(stored) and not _shorter(stored, original)
+                if grew:
+                    text += (
+                        f"; a truncation that does not shrink the value ({utf16_units(original)} UTF-16 units became "
+                        f"{utf16_units(stored)})"
+                    )
+                traced.problems.append(Problem(path, key, text, json_arguments, grew))
             else:
                 traced.rewrites.append(Rewrite(path, key, kind, looks_like_json_document(original)))
         return
@@ -271,8 +452,8 @@ def _rewrite_kind(stored: str, original: str, key: str) -> str | None:
     if key in PAIRING_KEYS:
         return None
     if key == "arguments" and looks_like_json_document(original):
-        return "compacted" if stored == ARGUMENTS_TRUNCATION_JSON and len(stored) < len(original) else None
-    if stored.endswith(TRUNCATION_MARKER) and len(stored) < len(original):
+        return "compacted" if stored == ARGUMENTS_TRUNCATION_JSON and _shorter(stored, original) else None
+    if stored.endswith(TRUNCATION_MARKER) and _shorter(stored, original):
         kept = stored[: -len(TRUNCATION_MARKER)]
         shared = _common_prefix(kept, original)
         # A string cut twice keeps a prefix of its first cut: the original's prefix, then the marker's.
@@ -282,6 +463,18 @@ def _rewrite_kind(stored: str, original: str, key: str) -> str | None:
         if any(doubled.startswith(kept[split:]) for split in range(max(1, len(kept) - len(doubled)), shared + 1)):
             return "cut"
     return None
+
+
+def _is_truncation(stored: str) -> bool:
+    """Whether ``stored`` is what a truncation writes: the ``__truncated__`` document, or a cut (the marker last)."""
+    return stored == ARGUMENTS_TRUNCATION_JSON or stored.endswith(TRUNCATION_MARKER)
+
+
+def _shorter(stored: str, original: str) -> bool:
+    """``stored`` has fewer UTF-16 units than ``original`` (the seed's lengths are JavaScript's)."""
+    if len(stored) < len(original) and original.isascii():
+        return True
+    return utf16_units(stored) < utf16_units(original)
 
 
 def _common_prefix(a: str, b: str) -> int:

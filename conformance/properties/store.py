@@ -19,7 +19,9 @@ from conformance.models.store import (
     PAIRING_KEYS,
     Traced,
     arguments_slots,
+    cut_notices,
     looks_like_json_document,
+    must_refuse,
     notices_in,
     parses,
     text_of,
@@ -36,7 +38,9 @@ from conformance.strategies.store import (
     parts_cases,
     plain_argument_cases,
     refusal_allowed,
+    refusal_forbidden,
     unbuilt_reason,
+    write_of,
 )
 from conformance.targets import Target
 
@@ -64,7 +68,11 @@ class Stored:
     replayed: Replayed | None = None
 
 
-def _store(target: Target, case: Case, evidence: Evidence) -> Stored:
+def _store(target: Target, case: Case, evidence: Evidence) -> Stored | None:
+    """The case through the store; None when the store refused a write seed 003 refuses (the kit's
+    model proves it: :func:`conformance.models.store.must_refuse`). A refusal is judged by the seed's
+    rules: wrong when the model proves nothing could make a store refuse the write, not judged where a
+    store may refuse it; a write the model proves must be refused fails when it is stored."""
     unbuilt = unbuilt_reason(case)
     require(unbuilt is None, unbuilt or "")
     target.call("store.open", limits=case["limits"])
@@ -73,14 +81,20 @@ def _store(target: Target, case: Case, evidence: Evidence) -> Stored:
     put = target.call("store.put", messages=given, caller=0, answer=case["answer"])
     evidence.add("put", excerpt(put))
     if "rejected" in put:
+        required = must_refuse(write_of(case), case["limits"])
+        if required is not None:
+            evidence.add("the refusal seed 003 requires", required)
+            return None
         allowed = refusal_allowed(case)
         require(allowed is None, allowed or "")
-    assert "rejected" not in put, (
-        f"the store rejected a conversation whose strings it could shrink: {put.get('rejected')}"
+    assert "rejected" not in put, f"{refusal_forbidden(case)}: {put.get('rejected')}"
+    submitted = [*pristine, *put["appended"]]
+    required = must_refuse(submitted, case["limits"])
+    assert required is None, (
+        f"the store kept a write seed 003 rejects (a candidate that cannot shrink rejects the write): {required}"
     )
     read = target.call("store.get", id=put["id"], caller=0)
     assert "not_found" not in read, f"the owner cannot read the entry {put['id']} it just stored"
-    submitted = [*pristine, *put["appended"]]
     mutated = None if given == pristine else "the store changed the caller's conversation objects"
     if "replayed" in read:
         replayed = Replayed(read["replayed"], submitted)
@@ -92,6 +106,14 @@ def _store(target: Target, case: Case, evidence: Evidence) -> Stored:
     evidence.add("origins", traced.origins)
     evidence.add("rewrites", [(r.path, r.kind) for r in traced.rewrites])
     return Stored(submitted, read["messages"], read["answer"], put.get("warnings"), traced, mutated)
+
+
+def _kept(target: Target, case: Case, evidence: Evidence) -> Stored:
+    """:func:`_store` for a property about what a store keeps: a refused write leaves nothing to judge."""
+    stored = _store(target, case, evidence)
+    require(stored is not None, "the store refused the write, as seed 003 requires: nothing was stored to judge")
+    assert stored is not None
+    return stored
 
 
 def _fits(case: Case) -> bool:
@@ -106,7 +128,7 @@ def json_arguments_are_never_spliced(target: Target, case: Case, evidence: Evide
     """Tool calls with JSON-document arguments bigger than the entry budget: every stored
     ``arguments`` whose original is a JSON document is byte-identical to it or is the
     ``__truncated__`` document, and parses (Chat ``tool_calls`` and Responses ``function_call``)."""
-    stored = _store(target, case, evidence)
+    stored = _kept(target, case, evidence)
     if stored.replayed is not None:
         _judge_replayed_arguments(stored.replayed, case, json_documents=True)
         return
@@ -181,7 +203,7 @@ def _judge_replayed_arguments(replayed: Replayed, case: Case, *, json_documents:
 def compacted_calls_keep_id_and_name(target: Target, case: Case, evidence: Evidence) -> None:
     """A call whose JSON arguments were replaced whole keeps its id and function name, so its tool
     result (stored or not) still pairs with it."""
-    stored = _store(target, case, evidence)
+    stored = _kept(target, case, evidence)
     require(stored.replayed is None, _NOT_ON_THE_WIRE.format(what="the ids of stored calls"))
     compacted = [r for r in stored.traced.rewrites if r.kind == "compacted"]
     _judgeable(stored, bool(compacted), "the store compacted no call (nothing to judge)")
@@ -191,17 +213,23 @@ def compacted_calls_keep_id_and_name(target: Target, case: Case, evidence: Evide
 
 @invariant_property("STORE-3", needs=_NEEDS, cases=plain_argument_cases, max_examples=20)
 def other_strings_are_prefix_cut(target: Target, case: Case, evidence: Evidence) -> None:
-    """Tool calls answered with plain-text arguments bigger than the budget: every rewritten string
-    that is not a JSON document is a prefix of the original with the truncation marker, shorter than
-    the original, never a JSON document; a write the store can shrink is not rejected (a candidate
-    that cannot shrink must reject the write, never loop: a hang is an error)."""
+    """Tool calls answered with plain-text arguments bigger than the budget, and answers at the
+    content stage's floors under budgets they exceed alone: every rewritten string that is not a JSON
+    document is a prefix of the original with the truncation marker, shorter than the original, never
+    a JSON document; no truncation (a cut, or the ``__truncated__`` document) is as long as what it
+    replaced; a write the store can shrink, or one no rewrite could ever shrink, is not rejected; one
+    whose candidate cannot shrink is (never stored as it is, never looped on: a hang is an error)."""
     stored = _store(target, case, evidence)
+    if stored is None:  # refused, as seed 003 requires
+        return
     if stored.replayed is not None:
         _judge_replayed_arguments(stored.replayed, case, json_documents=False)
         return
-    _judgeable(stored, bool(stored.traced.rewrites), "the store rewrote no string (nothing to judge)")
+    grown = stored.traced.grown()
+    assert not grown, "a truncation grew a value (seed 003: never):\n  " + "\n  ".join(grown[:5])
     plain = stored.traced.other_string_problems()
     assert not plain, "strings were rewritten against the rules:\n  " + "\n  ".join(plain[:5])
+    _judgeable(stored, bool(stored.traced.rewrites), "the store rewrote no string (nothing to judge)")
     compacted_plain = [r.path for r in stored.traced.rewrites if r.kind == "compacted" and not r.original_json]
     assert not compacted_plain, f"non-JSON arguments were replaced by a JSON document at {compacted_plain}"
 
@@ -277,7 +305,7 @@ def count_drops_leave_a_notice(target: Target, case: Case, evidence: Evidence) -
     were dropped, at the seam (or on the message before it when the seam is the newest), with a
     warning."""
     require(_fits(case), "the conversation is not far enough under the byte budget for the cap alone to bind")
-    stored = _store(target, case, evidence)
+    stored = _kept(target, case, evidence)
     _judge_count_stage(stored, case["limits"]["max_messages"], evidence)
 
 
@@ -287,7 +315,7 @@ def newest_turn_is_never_rewritten(target: Target, case: Case, evidence: Evidenc
     submitted message is stored byte-identical, unless it is the only message stored (then the
     notice has nowhere else to go)."""
     require(_fits(case), "the conversation is not far enough under the byte budget for the cap alone to bind")
-    stored = _store(target, case, evidence)
+    stored = _kept(target, case, evidence)
     require(len(stored.submitted) > case["limits"]["max_messages"], "the conversation is not over the cap")
     if stored.replayed is not None:
         newest_text = text_of(stored.submitted[-1]) or ""
@@ -310,7 +338,7 @@ def parts_arrays_get_a_text_block(target: Target, case: Case, evidence: Evidence
     array (the rest of the array unchanged, nothing flattened), and the caller's objects are the
     same after the store as before."""
     require(_fits(case), "the conversation is not far enough under the byte budget for the cap alone to bind")
-    stored = _store(target, case, evidence)
+    stored = _kept(target, case, evidence)
     assert stored.mutated is None, stored.mutated
     require(len(stored.submitted) > case["limits"]["max_messages"], "the conversation is not over the cap")
     found = stored.replayed.notice_counts() if stored.replayed is not None else stored.traced.notices
@@ -328,13 +356,16 @@ def parts_arrays_get_a_text_block(target: Target, case: Case, evidence: Evidence
 @invariant_property("STORE-7", needs=_NEEDS, cases=both_limits_cases, max_examples=20)
 def notice_survives_the_byte_stage_and_is_never_served(target: Target, case: Case, evidence: Evidence) -> None:
     """Over the cap and over the byte budget at once: the stored conversation still carries a notice,
-    and the answer served back from the entry carries none."""
-    stored = _store(target, case, evidence)
+    none of its notices is cut (both stages' may lead one text), and the answer served back from the
+    entry carries none."""
+    stored = _kept(target, case, evidence)
     if stored.replayed is not None:
         notices: list[Any] = stored.replayed.notice_counts()
     else:
         notices = notices_in(stored.messages)
     assert notices, "messages were dropped by both limits and the stored conversation carries no notice"
+    cut = cut_notices(stored.messages)
+    assert not cut, "a notice was cut, so the drop it reported is silent:\n  " + "\n  ".join(cut[:5])
     evidence.add("answer", stored.answer)
     require(stored.answer is not None, "the store serves no answer back for this entry")
     assert stored.answer is not None

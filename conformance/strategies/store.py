@@ -14,7 +14,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from conformance.models.store import TRUNCATION_MARKER, token
+from conformance.models.store import BYTE_NOTICE, TRUNCATION_MARKER, refusal_causes, token, utf16_units
 from conformance.strategies.text import identifiers, json_values, unicode_text
 from conformance.targets import Target
 
@@ -40,6 +40,14 @@ _SEED_NOTICE = (
 )
 _NOTICED_BYTES = 64 + 2 * (len(_SEED_NOTICE) + len(TRUNCATION_MARKER))
 _ANSWER_BYTES = 64 + 180
+#: Lengths in UTF-16 units around the content stage's floors: 83 (the marker: a string this long is
+#: never cut), 121 (the ``__truncated__`` document: a JSON argument this long is never replaced) and
+#: 166 (a string this long or shorter that is over the marker cannot be halved any shorter: seed 003
+#: rejects the write instead). Those inside the floors come first (Hypothesis draws the first most).
+_TEXT_FLOORS = (84, 166, 165, 121, 122, 83, 167)
+_DOCUMENT_FLOORS = (84, 121, 120, 83, 122)
+#: Over this fixed entry budget a newest message of those lengths fits: no floor case is drawn.
+_FLOOR_BUDGET = 64 + 2 * max(_TEXT_FLOORS)
 #: The largest entry budget the kit builds over-budget payloads for (up to three times the budget
 #: each). Over it, argument and both-limits cases are drawn unbuilt (:func:`unbuilt_reason`): decided
 #: before building, not after tens of megabytes per example.
@@ -66,14 +74,35 @@ def any_budget() -> st.SearchStrategy[int]:
     return st.one_of(st.sampled_from(_ENTRY_BYTES), st.integers(1, TIGHT_BELOW - 1))
 
 
+def write_of(case: Case) -> list[dict[str, Any]]:
+    """The write ``case`` makes, as far as the kit knows it before the store answers: its messages and
+    the answer's strings (in a message of their own; the target's items around them are its own)."""
+    answer = case["answer"]
+    said: dict[str, Any] = {"content": answer["text"]} if "text" in answer else dict(answer["tool_call"])
+    return [*case["messages"], {"role": "assistant", **said}]
+
+
 def refusal_allowed(case: Case) -> str | None:
-    """Why a store may refuse to store ``case`` (its budget is under :data:`TIGHT_BELOW`), else None."""
+    """Why a store may refuse to store ``case``, else None: its budget is under :data:`TIGHT_BELOW` and
+    it holds a string a store could fail to shrink (:func:`conformance.models.store.refusal_causes`).
+    A write without one is stored whatever its size (seed 003: "nothing is left to cut")."""
     budget = int(case["limits"]["max_entry_bytes"])
-    if budget >= TIGHT_BELOW:
+    if budget >= TIGHT_BELOW or not refusal_causes(write_of(case)):
         return None
     return (
         f"the store refused a write at an entry budget under {TIGHT_BELOW} bytes, where what it must keep whole may "
         "not fit; a store refuses a write it cannot shrink (seed 003)"
+    )
+
+
+def refusal_forbidden(case: Case) -> str:
+    """Why the store must not refuse ``case`` (:func:`refusal_allowed` said None)."""
+    if int(case["limits"]["max_entry_bytes"]) >= TIGHT_BELOW:
+        return "the store rejected a conversation whose strings it could shrink"
+    return (
+        "the store rejected a write seed 003 keeps: none of its strings is longer than the 83-unit marker (or, a "
+        "JSON-document argument, than the 121-unit document), so none is a candidate that could fail to shrink, and "
+        "a store keeps such an entry even over its budget (nothing is left to cut)"
     )
 
 
@@ -92,9 +121,13 @@ def _unbuilt(limits: dict[str, int], shape: str) -> Case:
     return {"limits": limits, "shape": shape, "messages": [], "answer": {"text": ""}, "unbuilt": True}
 
 
-def shapes_for(target: Target) -> st.SearchStrategy[str]:
+def _shapes_taken(target: Target) -> list[str]:
     taken = target.capabilities("store.open").get("shapes") if "store.open" in target.operations() else None
-    return st.sampled_from([s for s in SHAPES if s in (taken or SHAPES)])
+    return [s for s in SHAPES if s in (taken or SHAPES)]
+
+
+def shapes_for(target: Target) -> st.SearchStrategy[str]:
+    return st.sampled_from(_shapes_taken(target))
 
 
 class _Builder:
@@ -103,9 +136,10 @@ class _Builder:
     Responses items are written in the API's canonical form (``type``, ``id``, parts arrays, output
     text with ``annotations``), which a gateway has no reason to rewrite when it stores them."""
 
-    def __init__(self, shape: str, parts: bool) -> None:
+    def __init__(self, shape: str, parts: bool, images: bool = True) -> None:
         self.shape = shape
         self.parts = parts or shape == "responses"
+        self.images = images  # a user's parts array shows an image beside its text
         self.messages: list[Message] = []
         self._calls = 0
 
@@ -116,12 +150,14 @@ class _Builder:
         text = self._text(body)
         if not self.parts:
             return text
+        image = user and self.images
         if self.shape == "chat":
             blocks: list[dict[str, Any]] = [{"type": "text", "text": text}]
-            return blocks + ([{"type": "image_url", "image_url": {"url": _PIXEL}}] if user else [])
+            return blocks + ([{"type": "image_url", "image_url": {"url": _PIXEL}}] if image else [])
         if not user:
             return [{"type": "output_text", "text": text, "annotations": []}]
-        return [{"type": "input_text", "text": text}, {"type": "input_image", "image_url": _PIXEL, "detail": "auto"}]
+        pixel = [{"type": "input_image", "image_url": _PIXEL, "detail": "auto"}] if image else []
+        return [{"type": "input_text", "text": text}, *pixel]
 
     def _message(self, role: str, content: Any) -> None:
         if self.shape == "chat":
@@ -249,7 +285,75 @@ def count_cases(draw: st.DrawFn, target: Target, parts: bool | None = None, lead
 
 
 def plain_argument_cases(target: Target) -> st.SearchStrategy[Case]:
-    return argument_cases(target, plain=True)
+    """STORE-3: plain-text arguments over the budget (:func:`argument_cases`), and, two times in three
+    when the limits allow one, strings at the content stage's floors (:func:`floor_cases`)."""
+    plain = argument_cases(target, plain=True)
+    fixed = _fixed_limits(target)
+    if fixed and fixed["max_entry_bytes"] > _FLOOR_BUDGET:
+        return plain
+    return st.one_of(plain, floor_cases(target), floor_cases(target))
+
+
+@st.composite
+def floor_cases(draw: st.DrawFn, target: Target) -> Case:
+    """STORE-3: a short system message (it keeps the byte stage's notice), short turns, and an answer
+    that is a text or JSON-document arguments of 83 to 167 UTF-16 units (:data:`_TEXT_FLOORS`), under a
+    budget that newest message exceeds on its own, so the content stage reaches it.
+
+    Seed 003 keeps such a write when no string can be rewritten shorter (a text of at most 83 units,
+    arguments of at most 121: a truncation never grows a value, and a text led by a notice keeps the
+    notice, so it is no candidate either), rewrites a document of 122 units, and rejects the write when
+    the text has 84 to 166 units (halving it would not shrink it)."""
+    fixed = _fixed_limits(target)
+    shape = draw(shapes_for(target))
+    build = _Builder(shape, parts=False, images=False)  # an image's data URL is a string over the floor
+    build.system(draw(short_texts()))
+    for _ in range(draw(st.integers(0, 2))):
+        (build.user if draw(st.booleans()) else build.assistant)(draw(short_texts()))
+    build.user(draw(short_texts()))
+    answer: dict[str, Any]
+    if draw(st.booleans()):
+        units = draw(st.one_of(st.sampled_from(_TEXT_FLOORS), st.integers(84, 166)))
+        head = token(len(build.messages)) + " "
+        answer = {"text": _text_of_units(head, draw(unicode_text(min_size=1, max_size=8)), units)}
+    else:
+        units = draw(st.one_of(st.sampled_from(_DOCUMENT_FLOORS), st.integers(84, 121)))
+        answer = {"tool_call": {"name": draw(identifiers("write_")), "arguments": draw(_json_of_units(units))}}
+    size = len(build.messages) + 1
+    limits = fixed or {
+        "max_messages": draw(st.integers(size, 12)),
+        "max_entry_bytes": draw(st.integers(1, 64 + 2 * units - 1)),
+    }
+    return {"limits": limits, "shape": shape, "messages": build.messages, "answer": answer}
+
+
+def _text_of_units(head: str, filler: str, units: int) -> str:
+    """``head``, then ``filler`` repeated, to ``units`` UTF-16 units (an astral character that would
+    overshoot gives way to an ASCII one)."""
+    parts, used = [head], utf16_units(head)
+    index = 0
+    while used < units:
+        char = filler[index % len(filler)]
+        index += 1
+        size = utf16_units(char)
+        if used + size > units:
+            char, size = "x", 1
+        parts.append(char)
+        used += size
+    return "".join(parts)
+
+
+@st.composite
+def _json_of_units(draw: st.DrawFn, units: int) -> str:
+    """A JSON document (a file write, an object or an array of one, maybe led by JSON whitespace) of
+    ``units`` characters, all ASCII, so as many UTF-16 units."""
+    lead = draw(st.sampled_from(["", " ", "\n  "]))
+    array = draw(st.booleans())
+    opening = lead + ("[" if array else "") + '{"path":"/tmp/' + draw(identifiers())[:12] + '.txt","content":"'
+    closing = '"}' + ("]" if array else "")
+    seed = draw(st.text(string.ascii_letters + string.digits + " .,:", min_size=1, max_size=8))
+    room = max(0, units - len(opening) - len(closing))
+    return opening + (seed * (room // len(seed) + 1))[:room] + closing
 
 
 def parts_cases(target: Target) -> st.SearchStrategy[Case]:
@@ -265,10 +369,19 @@ def both_limits_cases(draw: st.DrawFn, target: Target) -> Case:
     """STORE-7: over the message cap and over the byte budget at once: short turns, a user message
     bigger than the budget, and the answer (the newest turn, the one the store serves back).
 
-    Half the cases (limits not fixed by the target) open with a long system message, which a byte
-    stage keeps and puts its notice on, and get a budget that leaves it about a notice and a marker
-    long: there halving it must keep the notice whole (one that cuts it drops turns silently)."""
-    noticed_head = draw(st.booleans()) and _fixed_limits(target) is None
+    When the limits are the case's own, a third of the cases open with a long system message, which
+    a byte stage keeps and puts its notice on, and get a budget that leaves it about a notice and a
+    marker long: there halving it must keep the notice whole (one that cuts it drops turns silently);
+    and, when the target takes Chat messages, a third lead one text with both stages' notices
+    (:func:`_both_notices_case`)."""
+    own = _fixed_limits(target) is None
+    kinds = ["over", "noticed_head", "both_notices"] if own else ["over"]
+    if "chat" not in _shapes_taken(target):
+        kinds = kinds[:2]
+    kind = draw(st.sampled_from(kinds))
+    if kind == "both_notices":
+        return draw(_both_notices_case())
+    noticed_head = kind == "noticed_head"
     limits = draw(limits_for(target, any_budget()))
     shape = draw(shapes_for(target))
     if limits["max_entry_bytes"] > MAX_BUILT_BUDGET:
@@ -292,6 +405,42 @@ def both_limits_cases(draw: st.DrawFn, target: Target) -> Case:
         room = _NOTICED_BYTES + _ANSWER_BYTES + 2 * len(answer["text"])
         limits = {**limits, "max_entry_bytes": room + draw(st.sampled_from(range(-48, 48)))}
     return {"limits": limits, "shape": shape, "messages": build.messages, "answer": answer}
+
+
+def _count_notice(count: int) -> str:
+    return _SEED_NOTICE.replace("[... 1 ", f"[... {count} ", 1)
+
+
+@st.composite
+def _both_notices_case(draw: st.DrawFn) -> Case:
+    """Chat turns with a system message in the middle, a cap that keeps it as the first message (the
+    count stage's notice goes on it) and a budget that keeps it as the byte stage's head (its notice
+    goes on it too, before the other): one text led by both notices, 43 to 83 UTF-16 units besides,
+    so no store cuts it. The budget is one a halving of that text would fit in if it kept only the
+    first notice whole (within the 126 or more bytes two such halvings take off, in the seed's
+    accounting): a store that does not keep both notices whole cuts the second one there."""
+    build = _Builder("chat", parts=False, images=False)
+    by_count = draw(st.integers(1, 3))
+    for _ in range(by_count):
+        build.user(draw(short_texts()))
+    units = draw(st.integers(43, 83))
+    build.system(_text_of_units("", draw(unicode_text(min_size=1, max_size=8)), units - len(token(by_count) + " ")))
+    by_bytes = draw(st.integers(0, 2))
+    for _ in range(by_bytes):
+        (build.user if draw(st.booleans()) else build.assistant)(draw(short_texts()))
+    answer_text = token(len(build.messages) + 1) + " " + draw(short_texts())
+    byte_notice = len(BYTE_NOTICE.format(count=by_bytes + 1))
+    noticed = byte_notice + len(_count_notice(by_count)) + units
+    once = noticed // 2 + len(TRUNCATION_MARKER)
+    twice = max(byte_notice, once // 2) + len(TRUNCATION_MARKER)
+    # The entry after both stages, in the seed's accounting (64 bytes a message, 2 a UTF-16 unit; the
+    # system role and the answer's keys as the reference charges them).
+    entry = 64 + 2 * (len("system") + noticed) + _ANSWER_BYTES + 2 * utf16_units(answer_text)
+    budget = entry - draw(st.integers(8, 2 * (noticed - twice) - 8))
+    build.user("u" * budget)  # over the budget on its own: the byte stage drops it and all before it but the head
+    answer = _text_answer(build, answer_text.split(" ", 1)[1])
+    limits = {"max_messages": by_bytes + 3, "max_entry_bytes": budget}
+    return {"limits": limits, "shape": "chat", "messages": build.messages, "answer": answer}
 
 
 @st.composite

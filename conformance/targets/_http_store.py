@@ -2,7 +2,9 @@
 
 * ``store.put``: the wired fake LS is loaded with one turn playing the answer (a text, or one tool
   call), then ``POST /v1/responses`` with the conversation as ``input`` and ``store: true``; what
-  the gateway appended is the ``output`` it answered (reasoning items left out: never stored);
+  the gateway appended is the ``output`` it answered (reasoning items left out: never stored); an
+  answer carrying ``store_error`` (a gateway telling the client it refused to store the turn, as the
+  reference does, docs/responses-api.md) is a rejected write, judged as the store's rejection;
 * ``store.get``: ``GET /v1/responses/{id}/input_items`` (every page) is the stored conversation,
   ``GET /v1/responses/{id}`` the answer served back (its last message's text);
 * ``store.delete``: ``DELETE /v1/responses/{id}``.
@@ -109,6 +111,8 @@ class HttpStore:
         refused = refusal(f"POST /v1/responses ({size} bytes)", answer_http.status_code, shown)
         if refused is not None:
             raise refused
+        if answer_http.status_code == 200 and isinstance(reply, dict) and reply.get("store_error"):
+            return {"rejected": _store_error(reply["store_error"])}
         if answer_http.status_code != 200 or not isinstance(reply, dict) or not isinstance(reply.get("id"), str):
             raise TargetError(
                 self._describe(f"POST /v1/responses answered {answer_http.status_code}: {answer_http.text[:500]}")
@@ -216,6 +220,13 @@ def _chunk(answer: Mapping[str, Any]) -> dict[str, Any]:
         return {"text": answer["text"]}
     call = answer["tool_call"]
     return {"tool_call": {"id": "call_store_answer", "name": call["name"], "arguments_json": call["arguments"]}}
+
+
+def _store_error(said: Any) -> str:
+    """Why the gateway says it did not store the turn (its ``store_error``), for the rejection."""
+    message = said.get("message") if isinstance(said, Mapping) else said
+    text = message if isinstance(message, str) and message else json.dumps(said, ensure_ascii=False)
+    return f"store_error: {text[:500]}"
 
 
 def answer_text(output: Sequence[Any]) -> str | None:

@@ -44,12 +44,15 @@ def test_the_seed_baseline_store_still_keeps_entries_to_their_owner() -> None:
     assert _run("STORE-8", "naive_store").status == Status.PASS
 
 
-@pytest.mark.parametrize("invariant", ["STORE-3"])
-def test_prefix_cuts_of_plain_strings_are_not_held_against_the_baseline(invariant: str) -> None:
-    """The baseline cuts JSON arguments too; STORE-3 judges only the other strings, which it cuts
-    by the rules, so the JSON splice is reported by STORE-1 alone."""
-    result = _run(invariant, "naive_store")
-    assert result.status == Status.PASS, (result.status, result.message)
+def test_the_seed_baseline_fails_store_3_for_what_it_keeps_not_for_the_json_splice() -> None:
+    """The baseline cuts JSON arguments too; STORE-3 judges only the other strings, which it cuts by
+    the rules, so the JSON splice is reported by STORE-1 alone. What STORE-3 holds against it is the
+    missing progress check: it keeps, over its budget, a write whose newest text cannot shrink, where
+    seed 003 rejects the write."""
+    result = _run("STORE-3", "naive_store")
+    assert result.status == Status.FAIL, (result.status, result.message)
+    assert "the store kept a write seed 003 rejects" in result.message
+    assert "spliced" not in result.message
 
 
 def test_a_store_sharing_entries_across_callers_fails_store_8() -> None:
@@ -78,23 +81,39 @@ def test_a_store_rejecting_writes_it_could_trim_fails(invariant: str) -> None:
     assert "rejected a conversation whose strings it could shrink" in result.message
 
 
-@pytest.mark.parametrize("invariant", ["STORE-1", "STORE-7"])
 @pytest.mark.parametrize(
     ("factory", "status"),
     [("refuses_under_the_tight_limit", Status.NOT_CHECKABLE), ("refuses_at_the_tight_limit", Status.FAIL)],
 )
-def test_a_refused_write_is_not_judged_only_under_the_tight_budget(
-    invariant: str, factory: str, status: Status
-) -> None:
-    """Under 4096 bytes a store may refuse a write it cannot shrink (seed 003): not judged, with the
-    reason; at 4096 the same refusal of a write it could trim fails."""
-    result = _run(invariant, factory)
+def test_a_refused_write_is_not_judged_only_under_the_tight_budget(factory: str, status: Status) -> None:
+    """Under 4096 bytes a store may refuse a write holding a string it could fail to shrink (seed
+    003): not judged, with the reason; at 4096 the same refusal of a write it could trim fails. (Each
+    STORE-7 case holds a user message bigger than the budget.)"""
+    result = _run("STORE-7", factory)
     assert result.status == status, (result.status, result.message)
     if status == Status.NOT_CHECKABLE:
         assert "the store refused a write at an entry budget under 4096 bytes" in result.message
         assert result.unjudged > 0, result
     else:
         assert "rejected a conversation whose strings it could shrink" in result.message
+
+
+@pytest.mark.parametrize(
+    ("factory", "reason"),
+    [
+        ("refuses_under_the_tight_limit", "the store rejected a write seed 003 keeps: none of its strings is longer"),
+        ("refuses_at_the_tight_limit", "rejected a conversation whose strings it could shrink"),
+    ],
+)
+def test_a_refused_write_without_a_string_that_could_fail_to_shrink_fails_under_any_budget(
+    factory: str, reason: str
+) -> None:
+    """STORE-1's conversations of short texts and JSON arguments (replaced by a shorter document,
+    never refused) hold no string a store could fail to shrink: seed 003 stores them, over the budget
+    if need be, so refusing one fails even under 4096 bytes."""
+    result = _run("STORE-1", factory)
+    assert result.status == Status.FAIL, (result.status, result.message)
+    assert reason in result.message
 
 
 def test_a_target_without_a_store_cannot_check_store() -> None:
@@ -111,3 +130,24 @@ def test_a_budget_too_big_to_exceed_is_decided_before_anything_is_built(invarian
     assert result.status == Status.NOT_CHECKABLE, (result.status, result.message)
     assert "entry budget of 33554432 bytes is over the 1048576 bytes the kit builds payloads beyond" in result.message
     assert "--store-limits max_messages=12,max_entry_bytes=64k" in result.message
+
+
+DEFECTS = "python:tests.conformance.store_defects_support"
+
+
+@pytest.mark.parametrize(
+    ("factory", "invariant", "reason"),
+    [
+        ("grows_small_documents", "STORE-3", "a truncation grew a value"),
+        ("keeps_what_it_cannot_shrink", "STORE-3", "the store kept a write seed 003 rejects"),
+        ("refuses_noticed_texts", "STORE-3", "the store rejected a write seed 003 keeps"),
+        ("cuts_the_second_notice", "STORE-7", "a notice was cut, so the drop it reported is silent"),
+    ],
+)
+def test_a_store_broken_at_a_floor_of_the_content_stage_fails(factory: str, invariant: str, reason: str) -> None:
+    """The content stage's floors (a JSON document over 121 units, a text over 83, a noticed text over
+    its notices and the marker), its progress check and its whole notices, each broken in the
+    reference's own trimming (tests/conformance/store_defects_support.py): the black box shows it."""
+    result = run_on(f"{DEFECTS}:{factory}", invariant)
+    assert result.status == Status.FAIL, (result.status, result.message)
+    assert reason in result.message

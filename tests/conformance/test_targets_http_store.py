@@ -216,3 +216,26 @@ def test_an_answer_that_cannot_be_read_back_is_an_error_naming_its_request(ls: R
     with canned_store(ls, ANSWERS) as (store, _received), pytest.raises(TargetError) as info:
         store.get("held", 0)
     assert str(info.value) == f"the gateway: GET /v1/responses/held answered 500: {LONG[:500]}"
+
+
+def test_a_put_answered_with_a_store_error_is_a_rejected_write(ls: RecordingLs) -> None:
+    """The reference's Responses API answers a turn it could not store with ``store_error`` (its id
+    will 404): that is the store's rejection, judged as one, not an entry its owner cannot read; and
+    no probe is spent on it (the next stored entry is the one that shows the gateway keeps a store)."""
+    refused = {
+        "id": "resp_1",
+        "output": [],
+        "store": False,
+        "store_error": {"code": "store_refused", "message": "the response store refused this turn (cannot shrink)"},
+    }
+    answers = {**ANSWERS, ("POST", "/v1/responses"): (200, JSON, json.dumps(refused).encode())}
+    with canned_store(ls, answers) as (store, received):
+        put = store.put([{"role": "user", "content": "x"}], 0, {"text": "t"})
+        assert put == {"rejected": "store_error: the response store refused this turn (cannot shrink)"}
+        assert [(m, p) for m, p, _h, _b in received] == [("POST", "/v1/responses")]
+    bare = {**refused, "store_error": {"code": "store_refused"}}
+    answers = {**ANSWERS, ("POST", "/v1/responses"): (200, JSON, json.dumps(bare).encode())}
+    with canned_store(ls, answers) as (store, _received):
+        assert store.put([{"role": "user", "content": "x"}], 0, {"text": "t"}) == {
+            "rejected": 'store_error: {"code": "store_refused"}'
+        }
