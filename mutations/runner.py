@@ -193,8 +193,7 @@ class _Plan:
                 self.tasks.append(Task(self._guarded(self._unchanged(body)), after=first))
 
     def ends_run(self, result: _Result) -> bool:
-        judged = isinstance(result, Verdict | ConformanceVerdict)
-        return judged and not result.behaved and not self.keep_going  # type: ignore[union-attr]
+        return isinstance(result, Verdict | ConformanceVerdict) and not result.behaved and not self.keep_going
 
     def _unchanged(self, body: Callable[[Path, threading.Event], _Result]) -> _Body:
         """``body``, refused when it leaves the copy changed (a conformance run must not write into the tree)."""

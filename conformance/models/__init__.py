@@ -7,7 +7,8 @@ wire is observed.
 
 A family's model (``models/<family>.py``) never imports another family's model: what several families
 read alike is in :mod:`~conformance.models.journal` (the fake's journal, the kit's ledgers) and
-:mod:`~conformance.models.stream` (a streamed answer); besides those, a model may use
+:mod:`~conformance.models.stream` (a streamed answer), and JavaScript's string length is
+:mod:`~conformance.models.js_text`; besides those, a model may use
 :mod:`conformance.fixtures`, :mod:`conformance.wire_bytes` and fakels's public API. A family may have a
 second module of its own (``store_wire`` beside ``store``).
 """

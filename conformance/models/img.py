@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.fixtures.images import kit_image_of, png_index
+from conformance.models.js_text import utf16_units
 
 Case = Mapping[str, Any]
 
@@ -47,10 +48,6 @@ IMAGE_LIKE_TYPES = frozenset({"image", "image_url", "input_image", "document", "
 PLANNER_NO_TOOL = "CONVERSATIONAL_PLANNER_MODE_NO_TOOL"
 PLANNER_DEFAULT = "CONVERSATIONAL_PLANNER_MODE_DEFAULT"
 ROLES = ("user", "assistant")
-
-
-def utf16_len(text: str) -> int:
-    return len(text.encode("utf-16-le")) // 2
 
 
 def is_image_like(block: Any) -> bool:
@@ -200,7 +197,7 @@ def model(case: Case) -> Model:
     budget = env_limit(env, ENV_HISTORY, DEFAULT_HISTORY_BYTES, allow_zero=False)
     first_included, used, kept = 0, 0, 0
     for turn in range(n - 2, -1, -1):
-        size = utf16_len(render_line(str(convo[turn]["role"]), render_body(convo[turn].get("content"), {})))
+        size = utf16_units(render_line(str(convo[turn]["role"]), render_body(convo[turn].get("content"), {})))
         if used + size > budget and kept:
             first_included = turn + 1
             break

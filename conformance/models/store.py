@@ -30,6 +30,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.models.js_text import utf16_units
+
 TRUNCATION_MARKER = "\n\n[... truncated by the response store to stay within RESPONSE_STORE_MAX_BYTES ...]"
 ARGUMENTS_TRUNCATION_JSON = (
     '{"__truncated__":"[... tool call arguments truncated by the response store to stay within '
@@ -68,11 +70,6 @@ _JS_SPACE = frozenset(" \t\n\r\v\f\u00a0\u1680\u2028\u2029\u202f\u205f\u3000\ufe
 def token(index: int) -> str:
     """The token message ``index`` of a generated conversation starts its first text with."""
     return f"⟦m{index}⟧"
-
-
-def utf16_units(text: str) -> int:
-    """``text.length`` in JavaScript: the seed measures every string in UTF-16 units."""
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def looks_like_json_document(text: str) -> bool:

@@ -14,7 +14,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from conformance.models.store import BYTE_NOTICE, TRUNCATION_MARKER, refusal_causes, token, utf16_units
+from conformance.models.js_text import utf16_units
+from conformance.models.store import BYTE_NOTICE, TRUNCATION_MARKER, refusal_causes, token
 from conformance.strategies.text import identifiers, json_values, unicode_text
 from conformance.targets import Target
 

@@ -65,7 +65,7 @@ class SqliteBackend:
             yield _decode(row)
 
     def save(self, entry: StoredEntry) -> None:
-        messages = json.dumps(entry.messages, separators=(",", ":"))  # ASCII: lone surrogates survive
+        messages = _encoded(entry.messages)
         row = (entry.id, entry.owner, entry.tenant, entry.model, entry.status, entry.incomplete_reason)
         self._write(
             f"INSERT OR REPLACE INTO entries ({_COLUMNS}, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {_NEXT_SEQ})",
@@ -73,8 +73,9 @@ class SqliteBackend:
         )
 
     def rewrite(self, entry: StoredEntry) -> None:
-        messages = json.dumps(entry.messages, separators=(",", ":"))
-        self._write("UPDATE entries SET messages = ?, bytes = ? WHERE id = ?", (messages, entry.bytes, entry.id))
+        self._write(
+            "UPDATE entries SET messages = ?, bytes = ? WHERE id = ?", (_encoded(entry.messages), entry.bytes, entry.id)
+        )
 
     def touch(self, response_id: str, last_access: float) -> None:
         self._write(f"UPDATE entries SET last_access = ?, seq = {_NEXT_SEQ} WHERE id = ?", (last_access, response_id))
@@ -164,6 +165,11 @@ def _migrate(conn: sqlite3.Connection, where: str) -> None:
     except BaseException:
         _rollback(conn)
         raise
+
+
+def _encoded(messages: list[dict[str, Any]]) -> str:
+    """The ``messages`` column: compact JSON, ASCII, so lone surrogates survive."""
+    return json.dumps(messages, separators=(",", ":"))
 
 
 def _decode(row: tuple[Any, ...]) -> StoredEntry:

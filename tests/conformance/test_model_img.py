@@ -25,9 +25,9 @@ from conformance.models.img import (
     render_body,
     render_line,
     summary,
-    utf16_len,
     without_history_images,
 )
+from conformance.models.js_text import utf16_units
 from tests.conformance.model_img_support import assistant, b64, case, img, no_drops, refused, text, user
 
 MARK = "[Image #{} attached to this request \u2014 from an earlier turn]"
@@ -40,7 +40,7 @@ MARK = "[Image #{} attached to this request \u2014 from an earlier turn]"
     [("", 0), ("abc", 3), ("\u00e9\u4e2d", 2), ("\U0001f600", 2), ("a\U0001d518b", 4)],
 )
 def test_the_history_budget_unit_is_utf16_code_units(value: str, units: int) -> None:
-    assert utf16_len(value) == units
+    assert utf16_units(value) == units
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from conformance.models.js_text import utf16_units
 from conformance.models.store import (
     ARGUMENTS_TRUNCATION_JSON,
     BYTE_NOTICE,
@@ -22,7 +23,6 @@ from conformance.models.store import (
     refusal_causes,
     token,
     trace,
-    utf16_units,
 )
 from tests.conformance.model_store_support import call_item, notice, user
 

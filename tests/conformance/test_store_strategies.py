@@ -9,13 +9,13 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 
+from conformance.models.js_text import utf16_units
 from conformance.models.store import (
     BYTE_NOTICE,
     NOTICE,
     TRUNCATION_MARKER,
     must_refuse,
     refusal_causes,
-    utf16_units,
 )
 from conformance.strategies.store import (
     _both_notices_case,
