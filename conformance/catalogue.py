@@ -44,6 +44,10 @@ FAMILIES: dict[str, Family] = {
         Family("ACC", "cache-replay accounting", "001 D4"),
         Family("STORE", "response store trimming", "003"),
         Family("ATT", "durable tool-result attachments", "002"),
+        # Beyond the seeds: defects the public gateways fixed; each invariant names its defect (P1..P12).
+        Family("TURN", "turns delivered, ended and failed as the LS ran them", "gateway-fixes.md"),
+        Family("SCOPE", "what is shared and with whom", "gateway-fixes.md"),
+        Family("REQ", "requests as the client sent them", "gateway-fixes.md"),
     )
 }
 
@@ -206,6 +210,14 @@ _ENTRIES = (
         "001 D4",
     ),
     Invariant(
+        "ACC-4",
+        "ACC",
+        "Usage maps the LS's billed records: cached tokens never exceed prompt tokens, where cache writes are "
+        "counted is the gateway's declared policy, usage appears in exactly one stream frame, and it equals the "
+        "non-stream answer's for the same records.",
+        "gateway-fixes.md P7",
+    ),
+    Invariant(
         "STORE-1",
         "STORE",
         "A JSON-document `arguments` value is stored byte-identical or replaced whole by the `__truncated__` "
@@ -302,6 +314,90 @@ _ENTRIES = (
         "ATT",
         "Exploration and compaction views show attachment counts, never base64.",
         "002",
+    ),
+    Invariant(
+        "TURN-1",
+        "TURN",
+        "The client receives this turn's planner text exactly once: nothing of earlier turns of a resumed cascade, "
+        "nothing lost when the LS rewrites its response or spreads it over many frames, nothing repeated by an "
+        "internal retry, no error text spliced into the content.",
+        "gateway-fixes.md P1",
+    ),
+    Invariant(
+        "TURN-2",
+        "TURN",
+        "A turn ended by an LS error, a failed RPC, a deadline or a client disconnect is not cached, not stored as "
+        "completed, not committed and not resumed: the next turn starts a fresh cascade with the whole history.",
+        "gateway-fixes.md P4",
+    ),
+    Invariant(
+        "TURN-3",
+        "TURN",
+        "Whatever the LS fails with (a trailers-only gRPC error, an HTTP error, undecodable protobuf or frames), the "
+        "client gets an error, never an empty success; the gateway keeps serving the next request; an upstream rate "
+        "limit reaches the client as a rate limit.",
+        "gateway-fixes.md P10",
+    ),
+    Invariant(
+        "TURN-4",
+        "TURN",
+        "A Responses turn has one status in its stream, its non-stream body and a later read; a tool-call turn is "
+        "`completed`, a cut one `incomplete`.",
+        "gateway-fixes.md P11",
+    ),
+    Invariant(
+        "TURN-5",
+        "TURN",
+        "A turn the gateway stops waiting on while the LS still runs is reported as cut (chat: `finish_reason: "
+        '"length"` or an error; Responses: `incomplete`), never as a normal stop; a silent LS still gets the '
+        "client a heartbeat within the interval the gateway declares.",
+        "gateway-fixes.md P12",
+    ),
+    Invariant(
+        "SCOPE-1",
+        "SCOPE",
+        "No cached answer, stored response or pooled cascade crosses callers; an empty or whitespace-only `user` "
+        "behaves exactly as an absent one.",
+        "gateway-fixes.md P5",
+    ),
+    Invariant(
+        "SCOPE-2",
+        "SCOPE",
+        "Requests that differ in anything that changes the answer (images, `response_format`, reasoning effort, "
+        "`stop`, sampling parameters, max tokens, tools) never share a cached answer.",
+        "gateway-fixes.md P6",
+    ),
+    Invariant(
+        "SCOPE-3",
+        "SCOPE",
+        "A cascade is resumed only for the same caller, the same model and exactly the earlier turns it was produced "
+        "for (system text, answers, tool calls, images, tools), and then receives only the turns added since; any "
+        "other request starts fresh with the whole history.",
+        "gateway-fixes.md P3",
+    ),
+    Invariant(
+        "SCOPE-4",
+        "SCOPE",
+        "`previous_response_id` is honoured (the LS receives the stored turns, each once, no duplicated "
+        "`function_call`, only the current instructions) or refused with a 4xx before any LS call; never a blind "
+        "fresh answer.",
+        "gateway-fixes.md P8",
+    ),
+    Invariant(
+        "REQ-1",
+        "REQ",
+        "A fresh cascade's Send carries every turn in order (user text, assistant text, assistant tool calls with "
+        "their arguments, tool results in full), whatever accepted shape carried them (string or parts array, chat "
+        "or Responses items); parts are never rendered as `[object Object]`.",
+        "gateway-fixes.md P2",
+    ),
+    Invariant(
+        "REQ-2",
+        "REQ",
+        "Parameters are honoured or refused: `stop` cuts the delivered text; a request the gateway cannot serve as "
+        "asked (`n` > 1, `logprobs`, a non-default `seed`, penalty or `logit_bias`, an unknown model, nothing to "
+        "answer) gets a 4xx before any LS call, never a 200 that ignored it.",
+        "gateway-fixes.md P9",
     ),
 )
 

@@ -19,8 +19,14 @@ def over_http(prop: Property) -> str:
     return "yes, with `--ledger-path`" if any("gateway.ledger" in need for need in prop.needs) else "yes"
 
 
-def _needs(prop: Property) -> str:
+def _needs(prop: Property | None) -> str:
+    if prop is None:
+        return "not yet implemented"
     return ", ".join(f"`{need}`".replace("|", "` or `") for need in sorted(prop.needs))
+
+
+def _over_http(prop: Property | None) -> str:
+    return "—" if prop is None else over_http(prop)
 
 
 def operations_table() -> str:
@@ -28,8 +34,8 @@ def operations_table() -> str:
     black-box HTTP target can check them."""
     registered = properties()
     rows = ["| invariants | operations their properties need | over HTTP |", "|---|---|---|"]
-    keyed = [(inv_id, _needs(registered[inv_id]), over_http(registered[inv_id])) for inv_id in CATALOGUE]
-    for (needs, http), group in groupby(keyed, key=lambda row: (row[1], row[2])):
+    keyed = [(inv_id, _needs(registered.get(inv_id)), _over_http(registered.get(inv_id))) for inv_id in CATALOGUE]
+    for (_, needs, http), group in groupby(keyed, key=lambda row: (row[0].split("-")[0], row[1], row[2])):
         rows.append(f"| {_ids([inv_id for inv_id, _, _ in group])} | {needs} | {http} |")
     return "\n".join(rows)
 
@@ -48,9 +54,9 @@ def family_table(family: str) -> str:
     rows = ["| ID | statement | needs | over HTTP |", "|---|---|---|---|"]
     for inv_id, inv in CATALOGUE.items():
         if inv.family == family:
-            prop = registered[inv_id]
+            prop = registered.get(inv_id)
             statement = inv.statement.replace("|", "\\|")
-            rows.append(f"| {inv_id} | {statement} | {_needs(prop)} | {over_http(prop)} |")
+            rows.append(f"| {inv_id} | {statement} | {_needs(prop)} | {_over_http(prop)} |")
     return "\n".join(rows)
 
 

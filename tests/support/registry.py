@@ -1,5 +1,6 @@
-"""Every catalogue invariant has a property now; tests of what the kit says about one without a
-property (a catalogue that grew before its family) take a family's properties away for the test."""
+"""The catalogue invariants without a property yet (the twelve from the defects the public gateways
+fixed: issues 41 and 42 build them); tests of what the kit says about one without a property take a
+family's properties away for the test."""
 
 from __future__ import annotations
 
@@ -7,6 +8,23 @@ import pytest
 
 import conformance.properties as registry
 from conformance.properties import properties
+
+NOT_YET_IMPLEMENTED = frozenset(
+    {
+        "ACC-4",
+        "REQ-1",
+        "REQ-2",
+        "SCOPE-1",
+        "SCOPE-2",
+        "SCOPE-3",
+        "SCOPE-4",
+        "TURN-1",
+        "TURN-2",
+        "TURN-3",
+        "TURN-4",
+        "TURN-5",
+    }
+)
 
 
 def without_family(monkeypatch: pytest.MonkeyPatch, family: str) -> None:
