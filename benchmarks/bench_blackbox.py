@@ -1,13 +1,16 @@
 """Wall time of the whole catalogue against a gateway the kit launches and judges as a black box.
 
-    python benchmarks/bench_blackbox.py [--gateway foreign|engine|both]
+    python benchmarks/bench_blackbox.py [--gateway foreign|scoped|engine|all]
 
 Runs ``cascade-conformance run`` (a subprocess, as a user runs it) against:
 
 - ``foreign``: ``tests/support/foreigngw``, the foreign-style gateway (its own settings only, the
   small store limits the docs' worked example uses);
+- ``scoped``: foreigngw's ``scoped`` personality as a public gateway is left at its defaults: one API
+  key, the usual store caps (400 messages, 100 KB), cache, store reads and cascade reuse only for a
+  caller with a per-user signal; the kit sends ``user`` and reads with ``X-Response-User``;
 - ``engine``: ``cascade-engine serve`` dialling the kit's fake, with two keys, the ledger, a 5 ms
-  poll interval and small store limits.
+  poll interval and small store limits, reads scoped by ``X-Response-User``.
 
 Prints each run's wall time, its exit code and its verdict summary line. The aim is under 3 minutes
 each on 2 cores; the script only reports, it does not judge the time.
@@ -23,7 +26,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-_COMMON = ["run", "--target", "http://127.0.0.1:0", "--store-limits", "max_messages=12,max_entry_bytes=64k"]
+_COMMON = ["run", "--target", "http://127.0.0.1:0"]
+_SMALL_STORE = ["--store-limits", "max_messages=12,max_entry_bytes=64k"]
 _FOREIGN_ENV = (
     "FGW_PORT={port}",
     "FGW_LS_ADDRESS={ls_address}",
@@ -39,14 +43,29 @@ _ENGINE = (
 )
 
 
+_SCOPED_ENV = (
+    "FGW_PORT={port}",
+    "FGW_LS_ADDRESS={ls_address}",
+    "FGW_CSRF_TOKEN={csrf_token}",
+    "FGW_API_KEYS=fk-1",
+    "CASCADE_POLL_INTERVAL_MS=2",
+    "FGW_PERSONALITY=scoped",
+)
+_READS = ["--read-scope", "header:x-response-user"]
+GATEWAYS = ("foreign", "scoped", "engine")
+
+
 def _argv(gateway: str, report: Path) -> list[str]:
     argv = [sys.executable, "-m", "conformance.cli", *_COMMON, "--report", str(report)]
-    if gateway == "foreign":
+    if gateway in ("foreign", "scoped"):
         argv += ["--launch", f"{sys.executable} -m tests.support.foreigngw", "--launch-cwd", str(REPO)]
-        for pair in _FOREIGN_ENV:
+        for pair in _FOREIGN_ENV if gateway == "foreign" else _SCOPED_ENV:
             argv += ["--launch-env", pair]
-        return [*argv, "--api-key", "fk-1", "--api-key", "fk-2"]
-    return [*argv, "--launch", _ENGINE, "--api-key", "bk-1", "--api-key", "bk-2", "--ledger-path", "/v1/ledger"]
+        if gateway == "foreign":
+            return [*argv, *_SMALL_STORE, "--api-key", "fk-1", "--api-key", "fk-2"]
+        return [*argv, "--store-limits", "max_messages=400,max_entry_bytes=100k", "--api-key", "fk-1", *_READS]
+    argv += [*_SMALL_STORE, "--launch", _ENGINE, "--api-key", "bk-1", "--api-key", "bk-2"]
+    return [*argv, "--ledger-path", "/v1/ledger", *_READS]
 
 
 def _run(gateway: str) -> int:
@@ -63,9 +82,9 @@ def _run(gateway: str) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--gateway", choices=("foreign", "engine", "both"), default="both")
+    parser.add_argument("--gateway", choices=(*GATEWAYS, "all"), default="all")
     args = parser.parse_args()
-    chosen = ("foreign", "engine") if args.gateway == "both" else (args.gateway,)
+    chosen = GATEWAYS if args.gateway == "all" else (args.gateway,)
     codes = [_run(gateway) for gateway in chosen]
     return 0 if all(code == 0 for code in codes) else 1
 

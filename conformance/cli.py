@@ -33,6 +33,7 @@ from conformance.report import (
     replay_command,
     save_failure_cases,
     summary_line,
+    target_callers,
     write_junit,
     write_markdown,
 )
@@ -281,6 +282,8 @@ def _run_chosen(
     stopped = None
     try:
         print(f"target: {target.description}", file=sys.stderr)
+        if target_callers(target):
+            print(f"callers: {target_callers(target)}", file=sys.stderr)
         for index, prop in enumerate(chosen, start=1):
             current = prop
             line = _ProgressLine(f"[{index}/{len(chosen)}] {prop.invariant.id} ...", watch)
@@ -322,6 +325,7 @@ def _report(
         _http_flags(args),
         _program(),
         info=info,
+        callers=target_callers(target),
     )
     for result in results:
         print(summary_line(result))

@@ -13,7 +13,7 @@ fake the kit controls, playing ``scenario``:
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -45,12 +45,21 @@ class ChatAnswer:
         return {"status": self.status, **({"events": self.events} if self.streamed else {"body": self.body})}
 
 
+ScopedBody = Callable[[Mapping[str, Any], int], dict[str, Any]]
+
+
 class GatewayUnderTest:
-    def __init__(self, target: Target, ls: LsHandle, api_keys: Sequence[str], model: str) -> None:
+    """``scoped_body``: the request body as caller N sends it (an HTTP target adds the caller's per-user
+    signal, --caller-scope); None: as given."""
+
+    def __init__(
+        self, target: Target, ls: LsHandle, api_keys: Sequence[str], model: str, scoped_body: ScopedBody | None = None
+    ) -> None:
         self.target = target
         self.ls = ls
         self.api_keys = list(api_keys)
         self.model = model
+        self._scoped_body = scoped_body
         self.run_tag = uuid.uuid4().hex[:12]
         self.exchanges: list[dict[str, Any]] = []
 
@@ -61,6 +70,8 @@ class GatewayUnderTest:
 
     def chat(self, request: Mapping[str, Any], *, caller: int = 0) -> ChatAnswer:
         body = {"model": self.model, **request}
+        if self._scoped_body is not None:
+            body = self._scoped_body(body, caller)
         answer = self.target.call("gateway.chat", request=body, api_key=self.api_keys[caller % len(self.api_keys)])
         result = ChatAnswer(answer["status"], answer.get("body"), answer.get("events"))
         self.exchanges.append({"request": excerpt(body), "caller": caller, "answer": result.summary()})
@@ -92,8 +103,10 @@ def open_gateway(target: Target, scenario: Mapping[str, Any]) -> Iterator[Gatewa
             )
         handle.reset()
         handle.load_scenario(dict(scenario))
+        target.next_example()  # type: ignore[attr-defined]
         defaults = target.gateway_defaults()  # type: ignore[attr-defined]
-        yield GatewayUnderTest(target, handle, defaults["api_keys"], defaults["model"])
+        scoped_body = getattr(target, "scoped_body", None)
+        yield GatewayUnderTest(target, handle, defaults["api_keys"], defaults["model"], scoped_body)
         return
     if "gateway.start" not in target.operations():
         raise TargetError(f"{target.description} implements gateway.chat but not gateway.start, which it needs")

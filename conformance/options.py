@@ -20,6 +20,16 @@ PLACEHOLDERS: dict[str, str] = {
     "port": "the gateway's HTTP port",
 }
 
+# The per-user signals --caller-scope can send (conformance.targets._scope sends them).
+CALLER_SCOPE_CHOICES = (
+    "user",
+    "safety_identifier",
+    "prompt_cache_key",
+    "metadata.conversation_id",
+    "metadata.session_id",
+    "none",
+)
+
 Front = Literal["cli", "pytest"]
 PREFIXES: dict[Front, str] = {"cli": "--", "pytest": "--cascade-"}
 
@@ -152,6 +162,26 @@ HTTP_FLAGS: tuple[HttpFlag, ...] = (
         "a wait (Retry-After, retry_after_ms); past it the example is left unjudged (default: 60; 0: never wait)",
         pytest_help="seconds to wait out 429/503 answers per request (default: 60)",
     ),
+    HttpFlag(
+        "caller-scope",
+        "caller_scope",
+        metavar="SIGNAL",
+        choices=CALLER_SCOPE_CHOICES,
+        cli_help="the per-user signal every request body carries, distinct per caller and per run: "
+        + ", ".join(CALLER_SCOPE_CHOICES)
+        + " (default: user; none: anonymous callers, which many gateways give no cache, store reads or cascade "
+        "reuse)",
+        pytest_help="the per-user signal request bodies carry: " + ", ".join(CALLER_SCOPE_CHOICES) + " (default: user)",
+    ),
+    HttpFlag(
+        "read-scope",
+        "read_scope",
+        metavar="header:NAME|query:NAME",
+        repeated=True,
+        cli_help="where GET and DELETE /v1/responses/... carry the caller's signal, as the gateway reads it "
+        "(repeatable; e.g. header:x-response-user or query:user)",
+        pytest_help="repeatable: header:NAME or query:NAME",
+    ),
 )
 
 # The order each front's help page lists them in (the pages are published and tested as they are).
@@ -168,6 +198,8 @@ _HELP_ORDER: dict[Front, tuple[str, ...]] = {
         "store-limits",
         "ready-timeout",
         "rate-limit-wait",
+        "caller-scope",
+        "read-scope",
     ),
     "pytest": (
         "launch",
@@ -181,6 +213,8 @@ _HELP_ORDER: dict[Front, tuple[str, ...]] = {
         "ready-timeout",
         "rate-limit-wait",
         "store-limits",
+        "caller-scope",
+        "read-scope",
     ),
 }
 

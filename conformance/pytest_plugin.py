@@ -390,7 +390,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if not results:
         return
     from conformance.catalogue import CATALOGUE
-    from conformance.report import failure_case_paths, write_junit, write_markdown
+    from conformance.report import failure_case_paths, target_callers, write_junit, write_markdown
 
     order = {inv_id: index for index, inv_id in enumerate(CATALOGUE)}
     results.sort(key=lambda r: order[r.invariant.id])
@@ -398,7 +398,16 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     cases = failure_case_paths(results, suite.report_dir)  # the files the items wrote, a worker's included
     spec, flags = suite.target_words[1], suite.target_words[2:]
     extra = f" {shlex.join(flags)}" if flags else ""
-    markdown = write_markdown(results, suite.report_dir / "report.md", description, spec, cases, extra, _kit_command())
+    markdown = write_markdown(
+        results,
+        suite.report_dir / "report.md",
+        description,
+        spec,
+        cases,
+        extra,
+        _kit_command(),
+        callers=target_callers(suite.target),
+    )
     junit = write_junit(results, suite.report_dir / "junit.xml", description)
     config.stash[_REPORTS_KEY] = (markdown, junit)
 

@@ -74,6 +74,12 @@ class RunInfo:
         ]
 
 
+def target_callers(target: object) -> str | None:
+    """Who the kit is on ``target`` (an HTTP target's callers line); None for other kinds."""
+    callers = getattr(target, "callers", None)
+    return callers if isinstance(callers, str) else None
+
+
 def replay_command(case_path: Path, target: str | None, target_flags: str = "", program: str = PROGRAM) -> str:
     """The command that replays one case; ``target_flags``: how the target is reached besides
     ``--target`` (an HTTP target's --launch, --api-key, ...), already quoted; ``program``: the kit's
@@ -187,8 +193,12 @@ def write_markdown(
     program: str = PROGRAM,
     *,
     info: RunInfo | None = None,
+    callers: str | None = None,
 ) -> Path:
+    """``callers``: who the kit was on the target (an HTTP target's keys, per-user signal and read scope)."""
     lines = ["# Conformance report", "", f"Target: `{target_description}`", ""]
+    if callers:
+        lines += [f"Callers: {callers}", ""]
     if info is not None:
         lines += [*info.lines(), ""]
     lines += [

@@ -219,6 +219,25 @@ def cut_notices(stored: Sequence[Any]) -> list[str]:
     return found
 
 
+def entry_bytes_bound(messages: Sequence[Any]) -> int:
+    """An upper bound of what ``messages`` cost a store by the accountings the kit knows: seed 003's
+    (64 bytes a message; 2 a UTF-16 unit of every string value; 8 a scalar; 32 an array item) and the
+    entry's JSON in UTF-8 (keys and all) with 64 bytes a message for what a store adds (ids, statuses)."""
+    seed = sum(64 + _seed_cost(message) for message in messages)
+    encoded = len(json.dumps(list(messages), ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    return max(seed, encoded + 64 * len(messages))
+
+
+def _seed_cost(value: Any) -> int:
+    if isinstance(value, str):
+        return 2 * utf16_units(value)
+    if isinstance(value, Mapping):
+        return sum(_seed_cost(item) for item in value.values())
+    if isinstance(value, list | tuple):
+        return sum(32 + _seed_cost(item) for item in value)
+    return 0 if value is None else 8
+
+
 def refusal_causes(messages: Sequence[Any]) -> list[str]:
     """Where the strings are that could make seed 003's store refuse this write: longer than the
     83-unit marker, so their cut is shorter and they may be rewritten, and not a JSON-document

@@ -55,11 +55,23 @@ class Replayed:
         ``__truncated__`` document is in the text) or ``absent``."""
         if arguments in self.text:
             return "whole"
-        if arguments[:_CUT_PROBE] in self.text:
+        if arguments[:_CUT_PROBE] in self.text or self._cut_shorter_than_the_probe(arguments):
             return "cut"
         if ARGUMENTS_TRUNCATION_JSON in self.text:
             return "compacted"
         return "absent"
+
+    def _cut_shorter_than_the_probe(self, arguments: str) -> bool:
+        """A cut that kept fewer characters than the probe (a store that cuts by bytes may keep one): the
+        truncation marker right after a start of ``arguments`` that is more than whitespace."""
+        at = self.text.find(TRUNCATION_MARKER)
+        while at >= 0:
+            before = self.text[:at]
+            for kept in range(min(_CUT_PROBE, len(arguments)) - 1, 0, -1):
+                if arguments[:kept].strip() and before.endswith(arguments[:kept]):
+                    return True
+            at = self.text.find(TRUNCATION_MARKER, at + 1)
+        return False
 
     @property
     def has_cut_marker(self) -> bool:

@@ -33,6 +33,13 @@ _FAMILY_MODULES = (
 )
 
 
+# Why a black box may show no cache hit or resume: real gateways share their cache and pooled cascades only
+# with callers that send a per-user signal.
+SCOPE_HINT = (
+    "a gateway may cache answers and resume cascades only for callers that send a per-user signal (--caller-scope)"
+)
+
+
 def require(condition: bool, reason: str) -> None:
     """Judge this example only when ``condition`` holds; otherwise it counts as not checkable.
 

@@ -14,7 +14,7 @@ from conformance.gateway import ChatAnswer, GatewayUnderTest, open_gateway
 from conformance.models.acc import no_tokens, usage_numbers
 from conformance.models.journal import accepted_sends, delta, served_tokens
 from conformance.models.stream import StreamView
-from conformance.properties import Case, Evidence, invariant_property, require
+from conformance.properties import SCOPE_HINT, Case, Evidence, invariant_property, require
 from conformance.strategies.acc import repeat_cases, replay_usage_cases, request_mixes
 from conformance.targets import Target
 
@@ -56,7 +56,7 @@ def cache_hit_adds_nothing(target: Target, case: Case, evidence: Evidence) -> No
         hit = accepted_sends(gw.journal()) == sends
         second = gw.ledger()
     evidence.add("exchanges", gw.exchanges)
-    require(hit, "the gateway never answered a repeated request from a cache")
+    require(hit, f"the gateway never answered a repeated request from a cache; {SCOPE_HINT}")
     gained = delta(first, second)
     evidence.add("ledger delta of the hit", gained)
     assert gained["tokens"] == no_tokens(), f"the cache hit added tokens: {gained['tokens']}"
@@ -81,7 +81,7 @@ def cached_usage_reaches_the_client(target: Target, case: Case, evidence: Eviden
         replayed = _ask(gw, case["prompt"], case["stream"], True)
         hit = accepted_sends(gw.journal()) == sends
     evidence.add("exchanges", gw.exchanges)
-    require(hit, "the gateway never answered a repeated request from a cache")
+    require(hit, f"the gateway never answered a repeated request from a cache; {SCOPE_HINT}")
     want = _usage_of(original)
     assert want is not None, "the original answer carried no usage"
     got = _usage_of(replayed)

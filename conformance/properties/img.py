@@ -38,7 +38,7 @@ from conformance.models.img import (
     summary,
     without_history_images,
 )
-from conformance.properties import Case, Evidence, invariant_property, require
+from conformance.properties import SCOPE_HINT, Case, Evidence, invariant_property, require
 from conformance.strategies.img import (
     any_wire,
     cases,
@@ -380,7 +380,7 @@ def rebuild_equals_fresh(target: Target, case: Case, evidence: Evidence) -> None
     require(
         cascades[1:].count(cascades[0]) > 0,
         "the target never resumed turn 1's cascade (turn 2 went to a fresh cascade), so no resume was rejected "
-        "and nothing was rebuilt",
+        f"and nothing was rebuilt; {SCOPE_HINT}",
     )
     rejected = [i for i, e in enumerate(sends) if e["status"] != "OK"]
     assert len(rejected) == 1, (

@@ -14,7 +14,7 @@ from conformance.gateway import ChatAnswer, GatewayUnderTest, open_gateway
 from conformance.models.journal import delta, sends, served_tokens
 from conformance.models.so import VIOLATION_CODE, comparable_frames, error_code
 from conformance.models.stream import StreamView
-from conformance.properties import Case, Evidence, invariant_property, require
+from conformance.properties import SCOPE_HINT, Case, Evidence, invariant_property, require
 from conformance.strategies.so import conforming_cases, tool_call_cases, violating_cases
 from conformance.targets import Target
 
@@ -36,6 +36,35 @@ def _request(gw: GatewayUnderTest, case: Case, content: str, *, schema: bool = T
     if case["stream"] and case["include_usage"]:
         request["stream_options"] = {"include_usage": True}
     return request
+
+
+_CONTROL_ANSWER = '{"placeholder": true}'
+
+
+def _follow_up(gw: GatewayUnderTest, asked: str, answer: str, stream: bool) -> dict[str, Any]:
+    """The next turn of a conversation whose first request (``asked``, tagged) was answered ``answer``."""
+    return {
+        "messages": [
+            {"role": "user", "content": gw.tag(asked)},
+            {"role": "assistant", "content": answer},
+            {"role": "user", "content": "And again?"},
+        ],
+        "stream": stream,
+    }
+
+
+def _keeps_a_conforming_turn(gw: GatewayUnderTest, case: Case) -> tuple[bool, bool]:
+    """Whether the gateway keeps a conforming turn for this caller: (answers it again from a cache,
+    resumes its cascade for the follow-up). The controls of SO-2's clauses, without a schema."""
+    control = _request(gw, case, "Say it plainly", schema=False)
+    gw.chat(control)
+    asked = sends(gw.journal())
+    cascade = asked[-1]["request"].get("cascade_id")
+    gw.chat(control)
+    cached = len(sends(gw.journal())) == len(asked)
+    gw.chat(_follow_up(gw, "Say it plainly", _CONTROL_ANSWER, case["stream"]))
+    resumed = sends(gw.journal())[-1]["request"].get("cascade_id") == cascade
+    return cached, resumed
 
 
 def _is_one_typed_error(answer: ChatAnswer) -> str | None:
@@ -72,37 +101,42 @@ def violation_is_one_typed_error(target: Target, case: Case, evidence: Evidence)
 def violating_turn_is_not_kept(target: Target, case: Case, evidence: Evidence) -> None:
     """After a violating turn: a follow-up that carries the violating answer as the assistant turn
     does not resume its cascade (it was not committed), the same request again reaches the LS (it
-    was not cached), and the usage the turn consumed upstream is in the ledger."""
-    conforming = {**case, "chunks": ['{"placeholder": true}'], "thinking": ""}
-    scenario = {"turns": [_turn(case), _turn(conforming), _turn(conforming)]}
+    was not cached), and the usage the turn consumed upstream is in the ledger. Each clause is judged
+    where the gateway shows it keeps that much for this caller: a conforming turn asked twice is
+    answered from its cache, a conforming turn's follow-up resumes its cascade."""
+    conforming = {**case, "chunks": [_CONTROL_ANSWER], "thinking": ""}
+    scenario = {"turns": [_turn(case), *[_turn(conforming)] * 5]}
     with open_gateway(target, scenario) as gw:
         before = gw.ledger() if gw.has_ledger else None
         first = gw.chat(_request(gw, case, "Answer as JSON"))
         after_first = gw.ledger() if gw.has_ledger else None
         bad_cascade = sends(gw.journal())[-1]["request"].get("cascade_id")
-        follow_up = {
-            "messages": [
-                {"role": "user", "content": gw.tag("Answer as JSON")},
-                {"role": "assistant", "content": case["payload"]},
-                {"role": "user", "content": "And again?"},
-            ],
-            "stream": case["stream"],
-        }
-        gw.chat(follow_up)
+        gw.chat(_follow_up(gw, "Answer as JSON", case["payload"], case["stream"]))
         sends_before_retry = len(sends(gw.journal()))
         gw.chat(_request(gw, case, "Answer as JSON"))
         entries = gw.journal()
+        accepted = sends(entries)
+        resumed = [s["seq"] for s in accepted[1:] if s["request"].get("cascade_id") == bad_cascade]
+        kept = bool(resumed) or len(accepted) != sends_before_retry + 1
+        cached, resumes = (True, True) if kept else _keeps_a_conforming_turn(gw, case)
     evidence.add("exchanges", gw.exchanges)
-    accepted = sends(entries)
     # Whether the turn was refused as SO-1 asks is SO-1's verdict; here only what was kept is judged.
     evidence.add("the violating turn's answer (SO-1 judges it)", _is_one_typed_error(first) or "one typed error")
-    resumed = [s["seq"] for s in accepted[1:] if s["request"].get("cascade_id") == bad_cascade]
     assert not resumed, (
         f"the follow-up resumed cascade {bad_cascade} of the violating turn (Send seq {resumed}): it was committed "
         "to session continuity"
     )
     assert len(accepted) == sends_before_retry + 1, (
         "the violating request, sent again, never reached the LS: it was cached"
+    )
+    if not cached:
+        evidence.not_observed(f"whether it was cached (this caller's repeated conforming turn was not: {SCOPE_HINT})")
+    if not resumes:
+        evidence.not_observed(f"whether it was committed (this caller's conforming follow-up was not: {SCOPE_HINT})")
+    require(
+        cached or resumes or before is not None,
+        "the gateway kept nothing a violating turn could be kept in: it answered no repeated conforming turn from "
+        f"a cache, resumed no conforming turn's cascade and exposes no ledger ({SCOPE_HINT})",
     )
     if before is None or after_first is None:
         evidence.not_observed("the ledger (usage of the violating turn)")

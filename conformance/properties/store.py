@@ -20,6 +20,7 @@ from conformance.models.store import (
     Traced,
     arguments_slots,
     cut_notices,
+    entry_bytes_bound,
     looks_like_json_document,
     must_refuse,
     notices_in,
@@ -116,11 +117,24 @@ def _kept(target: Target, case: Case, evidence: Evidence) -> Stored:
     return stored
 
 
-def _fits(case: Case) -> bool:
-    """The conversation is far under the byte budget by any accounting (4 bytes a character), so
-    only the message cap can bind."""
-    size = len(repr(case["messages"])) * 4 + 200 * len(case["messages"])
-    return size < int(case["limits"]["max_entry_bytes"])
+def _over_budget(case: Case) -> str | None:
+    """Why the byte budget may bind on ``case`` besides the cap (the model's bound of the write, with
+    room for what a store appends, is not under it), else None: then only the message cap can bind."""
+    needed = entry_bytes_bound(write_of(case)) + _APPENDED_ROOM
+    budget = int(case["limits"]["max_entry_bytes"])
+    if needed <= budget:
+        return None
+    return (
+        f"the conversation is not far enough under the byte budget for the cap alone to bind: {needed} bytes by "
+        f"the kit's bound against an entry budget of {budget}; a gateway whose budget leaves fewer than about "
+        f"{needed // max(1, len(case['messages']))} bytes a message cannot be checked at its cap of "
+        f"{case['limits']['max_messages']}: launch it with a bigger entry budget (or a smaller cap) and declare it "
+        "with --store-limits"
+    )
+
+
+#: What a store may append to a write besides the answer the kit knows (its ids, statuses, annotations).
+_APPENDED_ROOM = 512
 
 
 @invariant_property("STORE-1", needs=_NEEDS, cases=argument_cases, max_examples=20)
@@ -176,7 +190,8 @@ def _judge_replayed_arguments(replayed: Replayed, case: Case, *, json_documents:
     kind = "JSON-document" if json_documents else "plain-text"
     require(
         bool(wanted),
-        f"no oversized {kind} arguments reached the store (the gateway appended no tool call for the LS's proposal)",
+        f"no oversized {kind} arguments reached the store (the gateway appended no tool call for the LS's proposal, "
+        "and this example's client history carried none)",
     )
     fates = {index: replayed.argument_fate(a) for index, a in enumerate(wanted)}
     if json_documents:
@@ -304,7 +319,7 @@ def count_drops_leave_a_notice(target: Target, case: Case, evidence: Evidence) -
     the cap it is stored as it is, without a notice; over it, exactly one notice names how many
     were dropped, at the seam (or on the message before it when the seam is the newest), with a
     warning."""
-    require(_fits(case), "the conversation is not far enough under the byte budget for the cap alone to bind")
+    require(_over_budget(case) is None, _over_budget(case) or "")
     stored = _kept(target, case, evidence)
     _judge_count_stage(stored, case["limits"]["max_messages"], evidence)
 
@@ -314,7 +329,7 @@ def newest_turn_is_never_rewritten(target: Target, case: Case, evidence: Evidenc
     """Conversations over the cap opened by up to a cap's worth of system messages: the newest
     submitted message is stored byte-identical, unless it is the only message stored (then the
     notice has nowhere else to go)."""
-    require(_fits(case), "the conversation is not far enough under the byte budget for the cap alone to bind")
+    require(_over_budget(case) is None, _over_budget(case) or "")
     stored = _kept(target, case, evidence)
     require(len(stored.submitted) > case["limits"]["max_messages"], "the conversation is not over the cap")
     if stored.replayed is not None:
@@ -337,7 +352,7 @@ def parts_arrays_get_a_text_block(target: Target, case: Case, evidence: Evidence
     """Parts-array conversations over the cap: the notice is a leading text block of the seam's
     array (the rest of the array unchanged, nothing flattened), and the caller's objects are the
     same after the store as before."""
-    require(_fits(case), "the conversation is not far enough under the byte budget for the cap alone to bind")
+    require(_over_budget(case) is None, _over_budget(case) or "")
     stored = _kept(target, case, evidence)
     assert stored.mutated is None, stored.mutated
     require(len(stored.submitted) > case["limits"]["max_messages"], "the conversation is not over the cap")

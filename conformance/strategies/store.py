@@ -241,8 +241,9 @@ def _text_answer(build: _Builder, body: str) -> dict[str, Any]:
 @st.composite
 def argument_cases(draw: st.DrawFn, target: Target, plain: bool = False) -> Case:
     """STORE-1/2: a short conversation with tool rounds, some arguments small, some bigger than the
-    entry budget, answered by a tool call whose arguments are bigger than the budget, a JSON document
-    (``plain``: plain text, for STORE-3): the newest turn, which a store keeps."""
+    entry budget, and one more call whose arguments are bigger than the budget, a JSON document
+    (``plain``: plain text, for STORE-3): half the time the answer (the newest turn, which a store
+    keeps), else the last tool round of the client's own history, answered by a text."""
     limits = draw(limits_for(target, any_budget()))
     shape = draw(shapes_for(target))
     if limits["max_entry_bytes"] > MAX_BUILT_BUDGET:
@@ -260,28 +261,53 @@ def argument_cases(draw: st.DrawFn, target: Target, plain: bool = False) -> Case
     build.user(draw(short_texts()))
     size, ascii_body = _argument_size(draw, limits)
     arguments = draw(plain_arguments(size) if plain else json_document(size, ascii_body=ascii_body))
-    answer = {"tool_call": {"name": draw(identifiers("write_")), "arguments": arguments}}
-    return {"limits": limits, "shape": shape, "messages": build.messages, "answer": answer}
+    call = {"name": draw(identifiers("write_")), "arguments": arguments}
+    if draw(st.booleans()):  # drawn last, so the examples drawn before it stay as they were
+        # The client's own tool history (chat tool_calls, Responses function_call items) carries the big
+        # call, as clients send it in every request: a gateway that delivers none of the LS's proposed calls
+        # (tool calls only from its own markup) is judged on these.
+        build.call(call["name"], arguments, draw(short_texts()))
+        build.user(draw(short_texts()))
+        return {"limits": limits, "shape": shape, "messages": build.messages, "answer": _text_answer(build, "done")}
+    return {"limits": limits, "shape": shape, "messages": build.messages, "answer": {"tool_call": call}}
+
+
+def crowded(limits: dict[str, int]) -> bool:
+    """A cap so big against the entry budget (a gateway at its defaults: 400 messages, 100 KB) that only
+    the smallest messages keep a conversation over the cap under the budget: :func:`count_cases` then
+    draws one-to-three-letter ASCII texts and no images."""
+    return (
+        limits["max_messages"] > _CROWDED_FROM and limits["max_messages"] * _ROOMY_MESSAGE > limits["max_entry_bytes"]
+    )
+
+
+#: Caps up to this are drawn as always (the cases' own caps go up to 12), and so are caps whose budget
+#: leaves this many bytes a message.
+_CROWDED_FROM = 12
+_ROOMY_MESSAGE = 1024
 
 
 @st.composite
 def count_cases(draw: st.DrawFn, target: Target, parts: bool | None = None, lead_up_to_cap: bool = False) -> Case:
     """STORE-4/5/6: short messages and the answer, around the message cap (one under, at, one over,
-    a few over), sometimes opened by system messages, up to the whole cap."""
+    a few over), sometimes opened by system messages, up to the whole cap; the smallest messages
+    under a :func:`crowded` cap."""
     limits = draw(limits_for(target))
     shape = draw(shapes_for(target))
     total = limits["max_messages"] + draw(st.sampled_from([-1, 0, 1, 1, 2, 5]))
     size = max(1, total - 1)  # the answer is the last message
     lead = draw(st.integers(0, size - 1 if lead_up_to_cap else min(3, size - 1)))
-    build = _Builder(shape, parts=draw(st.booleans()) if parts is None else parts)
+    small = crowded(limits)
+    build = _Builder(shape, parts=draw(st.booleans()) if parts is None else parts, images=not small)
+    texts = st.text(string.ascii_letters, min_size=1, max_size=3) if small else short_texts()
     for _ in range(lead):
-        build.system(draw(short_texts()))
+        build.system(draw(texts))
     while len(build.messages) < size - 1:
         if draw(st.booleans()):
-            build.user(draw(short_texts()))
+            build.user(draw(texts))
         else:
-            build.assistant(draw(short_texts()))
-    build.user(draw(short_texts()))  # a turn answers a user message
+            build.assistant(draw(texts))
+    build.user(draw(texts))  # a turn answers a user message
     return {"limits": limits, "shape": shape, "messages": build.messages, "answer": _text_answer(build, "answer")}
 
 

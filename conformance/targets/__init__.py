@@ -21,6 +21,7 @@ from conformance.targets._python import PythonTarget
 if TYPE_CHECKING:
     from conformance.targets._http import HttpOptions, HttpTarget, http_options
     from conformance.targets._launch import LaunchedGateway, LaunchSpec
+    from conformance.targets._scope import CallerScope, ReadScope
 
 # The HTTP target imports fakels (it serves or spawns the fake); it is loaded on first use, so the
 # pytest plugin, which imports this package in every pytest run, never imports fakels at start-up.
@@ -30,6 +31,8 @@ _HTTP_NAMES = {
     "http_options": "conformance.targets._http",
     "LaunchSpec": "conformance.targets._launch",
     "LaunchedGateway": "conformance.targets._launch",
+    "CallerScope": "conformance.targets._scope",
+    "ReadScope": "conformance.targets._scope",
 }
 
 
@@ -44,12 +47,14 @@ REFERENCE_TARGET = "python:conformance.targets.reference:make_target"
 
 __all__ = [
     "REFERENCE_TARGET",
+    "CallerScope",
     "ExecTarget",
     "HttpOptions",
     "HttpTarget",
     "LaunchSpec",
     "LaunchedGateway",
     "PythonTarget",
+    "ReadScope",
     "Target",
     "http_options",
     "load_target",

@@ -10,23 +10,24 @@ from __future__ import annotations
 
 import inspect
 import json
-import re
 import sys
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from conformance.errors import PreconditionNotMet, TargetError, TargetHung, TargetSpecError
 from conformance.example_tags import tagged
 from conformance.ls_handle import LsHandle
-from conformance.models.img import EXAMPLE_LIMITS
+from conformance.models.img import DEFAULT_HISTORY_BYTES, ENV_HISTORY, EXAMPLE_LIMITS
 from conformance.refusals import refusal, wait_hint
 from conformance.targets._base import DeclaredOperations, check_result, observed
 from conformance.targets._http_store import DEFAULT_STORE_LIMITS, HttpStore, parse_store_limits
 from conformance.targets._launch import WIRINGS, LaunchedGateway, LaunchSpec, Wiring, describe_exit
+from conformance.targets._scope import CALLER_SCOPES, DEFAULT_CALLER_SCOPE, Caller, CallerScope, parse_read_scope
+from conformance.targets._sse import sse_events, sse_lines
 
 if TYPE_CHECKING:
     import openai
@@ -80,6 +81,8 @@ class HttpOptions:
     store_limits: dict[str, int] | None = None
     # The longest the kit waits, over all retries of one request, when the gateway rate-limits it.
     rate_limit_wait_s: float = DEFAULT_RATE_LIMIT_WAIT_S
+    # The per-user signal every request carries, and where bodyless requests carry it.
+    caller_scope: CallerScope = field(default_factory=CallerScope)
 
 
 def loopback_url(text: str) -> tuple[str, int]:
@@ -126,6 +129,8 @@ def http_options(
     native_bridge: bool = False,
     store_limits: str | None = None,
     rate_limit_wait_s: float | None = None,
+    caller_scope: str | None = None,
+    read_scope: Sequence[str] = (),
     prefix: str = "--",
 ) -> HttpOptions | None:
     """The options of the command line (``prefix``: ``--`` or ``--cascade-``) as HttpOptions;
@@ -142,6 +147,8 @@ def http_options(
         "native-bridge": native_bridge,
         "store-limits": store_limits is not None,
         "rate-limit-wait": rate_limit_wait_s is not None,
+        "caller-scope": caller_scope is not None,
+        "read-scope": bool(read_scope),
     }
     named = [f"{prefix}{name}" for name, present in given.items() if present]
     if not named:
@@ -167,6 +174,15 @@ def http_options(
             f"{prefix}rate-limit-wait is seconds from 0 (never wait) to {MAX_RATE_LIMIT_WAIT_S:g}, "
             f"got {rate_limit_wait_s:g}"
         )
+    if caller_scope is not None and caller_scope not in CALLER_SCOPES:
+        raise TargetSpecError(f"{prefix}caller-scope must be one of {', '.join(CALLER_SCOPES)}, got {caller_scope!r}")
+    if caller_scope == "none" and read_scope:
+        raise TargetSpecError(
+            f"{prefix}read-scope carries the caller's per-user signal, and {prefix}caller-scope none sends none"
+        )
+    reads = tuple(parse_read_scope(text, f"{prefix}read-scope") for text in read_scope)
+    if len(set(reads)) != len(reads):
+        raise TargetSpecError(f"{prefix}read-scope: each header or query parameter once, got {', '.join(read_scope)}")
     spec = None
     if launch is not None:
         spec = LaunchSpec(
@@ -184,6 +200,7 @@ def http_options(
         native_bridge=native_bridge,
         store_limits=parse_store_limits(store_limits, f"{prefix}store-limits") if store_limits is not None else None,
         rate_limit_wait_s=DEFAULT_RATE_LIMIT_WAIT_S if rate_limit_wait_s is None else rate_limit_wait_s,
+        caller_scope=CallerScope(caller_scope or DEFAULT_CALLER_SCOPE, reads),
     )
 
 
@@ -220,13 +237,20 @@ class HttpTarget(DeclaredOperations):
             limits = options.store_limits or DEFAULT_STORE_LIMITS
             self._caps["store.open"] = {"fixed_limits": dict(limits), "shapes": ["responses"]}
         self._clients: dict[str, openai.OpenAI] = {}
+        self._scope = options.caller_scope
+        self._callers = self._scope.callers(options.api_keys)
+        # The callers of the example in progress: the first, and the other one (they alternate).
+        self._example: list[Caller] = self._callers[:2]
+        self._examples = 0  # how many examples began (next_example)
         self._store = HttpStore(
             self._send,
-            api_keys=options.api_keys,
+            callers=self._callers,
             model=options.model,
             limits=options.store_limits or DEFAULT_STORE_LIMITS,
             ls=self.wired_ls,
             describe=self._failed,
+            scope=self._scope,
+            history_budget=_history_budget(options),
         )
         self._create_params: frozenset[str] | None = None
         self.waited_s = 0.0  # how long the last request waited out rate limits
@@ -255,6 +279,11 @@ class HttpTarget(DeclaredOperations):
             return self._url
         return f"{self._url} (launched: {self._gateway.spec.command}, LS: {self._gateway.spec.wiring})"
 
+    @property
+    def callers(self) -> str:
+        """Who the kit is on this gateway, for the report: the keys, the per-user signal, the read scope."""
+        return self._scope.describe(len(self._options.api_keys))
+
     def fixed_env(self) -> dict[str, str]:
         """The limits the kit's examples set (the history-image caps and history budget) as the gateway
         was launched with them; every other variable of its environment is the gateway's business."""
@@ -267,12 +296,26 @@ class HttpTarget(DeclaredOperations):
         return self._gateway.ls if self._gateway is not None else None
 
     def gateway_defaults(self) -> dict[str, Any]:
-        """What gateway.start answers on other targets: the callers' API keys and the model name."""
+        """What gateway.start answers on other targets: the API keys of this example's callers (the
+        first, then the other one, see :meth:`next_example`) and the model name. Each request's body
+        gets its caller's signal from :meth:`scoped_body`."""
         return {
-            "api_keys": list(self._options.api_keys),
+            "api_keys": [caller.api_key for caller in self._example],
             "model": self._options.model,
             "native_bridge": self._options.native_bridge,
         }
+
+    def next_example(self) -> None:
+        """A new example begins: its other caller is the next of the callers after the first, so with
+        two keys it alternates between the second key and the first key with another signal."""
+        self._examples += 1
+        others = self._callers[1:]
+        other = [others[self._examples % len(others)]] if others else []
+        self._example = [self._callers[0], *other]
+
+    def scoped_body(self, body: Mapping[str, Any], caller: int) -> dict[str, Any]:
+        """``body`` carrying the per-user signal of the example's caller ``caller`` (--caller-scope)."""
+        return self._scope.body(body, self._example[caller % len(self._example)])
 
     def launch_output(self) -> str | None:
         """What the launched gateway wrote to stdout and stderr (None: the kit did not launch it)."""
@@ -430,7 +473,8 @@ class HttpTarget(DeclaredOperations):
         if tool_preamble:
             tool = {"name": "conformance_tool", "description": tool_preamble[:200], "parameters": {"type": "object"}}
             body["tools"] = [{"type": "function", "function": tool}]
-        answer = self._chat(body, self._options.api_keys[0])
+        first = self._callers[0]
+        answer = self._chat(self._scope.body(body, first), first.api_key)
         refused = refusal(f"POST {_CHAT_PATH}", answer["status"], answer.get("body"), waited_s=self.waited_s)
         if refused is not None:
             raise refused
@@ -454,7 +498,7 @@ class HttpTarget(DeclaredOperations):
 
     def _ledger(self) -> dict[str, Any]:
         path = self._options.ledger_path or ""
-        answer = self._send("GET", path, self._options.api_keys[0])
+        answer = self._send("GET", path, self._callers[0])
         if answer.status_code != 200:
             text = answer.text[:500]
             raise TargetError(f"{self.description}: GET {path} (--ledger-path) answered {answer.status_code}: {text}")
@@ -465,19 +509,36 @@ class HttpTarget(DeclaredOperations):
 
     # ------------------------------------------------------------------ helpers
 
-    def _send(self, method: str, path: str, api_key: str, **kwargs: Any) -> _transport.Response:
-        """One request to the gateway with ``api_key``; a timeout or a broken connection is the
-        target's failure (TargetError), an HTTP status is the caller's to judge."""
+    def _send(
+        self,
+        method: str,
+        path: str,
+        caller: Caller,
+        *,
+        json: Mapping[str, Any] | None = None,
+        params: Mapping[str, str] | None = None,
+    ) -> _transport.Response:
+        """One request to the gateway as ``caller``: a body carries its per-user signal, a bodyless
+        request carries it as --read-scope says. A timeout or a broken connection is the target's
+        failure (TargetError), an HTTP status is the caller's to judge."""
+        headers = {"Authorization": f"Bearer {caller.api_key}"}
+        if json is not None:
+            sent: dict[str, Any] = {"json": self._scope.body(json, caller)}
+        else:
+            headers |= self._scope.read_headers(caller)
+            query = {**(params or {}), **self._scope.read_params(caller)}
+            sent = {"params": query} if query else {}
         return self._waiting(
-            lambda: self._send_once(method, path, api_key, **kwargs),
+            lambda: self._send_once(method, path, headers, sent),
             lambda answer: (answer.status_code, answer.headers, _body(answer.content)),
             f"{method} {path}",
         )
 
-    def _send_once(self, method: str, path: str, api_key: str, **kwargs: Any) -> _transport.Response:
-        headers = {"Authorization": f"Bearer {api_key}"}
+    def _send_once(
+        self, method: str, path: str, headers: Mapping[str, str], sent: Mapping[str, Any]
+    ) -> _transport.Response:
         try:
-            return self._http.request(method, self._url + path, headers=headers, timeout=self._timeout(), **kwargs)
+            return self._http.request(method, self._url + path, headers=headers, timeout=self._timeout(), **sent)
         except _transport.TimeoutException:
             raise TargetHung(self._failed(f"no answer to {method} {path} within {self._timeout():g} s")) from None
         except _transport.HTTPError as exc:
@@ -506,52 +567,10 @@ class HttpTarget(DeclaredOperations):
         return f"{message}; {state}" + (f"; its output ends:\n{tail}" if tail else "")
 
 
-def sse_lines(chunks: Iterable[str]) -> Iterator[str]:
-    """The lines of an event stream: split at CRLF, LF or CR only, as the SSE format says. (A
-    ``splitlines`` would also split at U+0085, U+2028 and the like, which JSON data may carry raw.)
-    Linear in the stream: a long line arriving in many chunks is scanned once."""
-    parts: list[str] = []  # the current line's text so far
-    held_cr = False  # the last chunk ended with a CR: a LF opening the next one belongs to it
-    for chunk in chunks:
-        if not chunk:
-            continue
-        at = 0
-        if held_cr and chunk.startswith("\n"):
-            at = 1
-        held_cr = False
-        for found in _BREAK.finditer(chunk, at):
-            parts.append(chunk[at : found.start()])
-            yield "".join(parts)
-            parts = []
-            at = found.end()
-            held_cr = found.group() == "\r" and at == len(chunk)
-        parts.append(chunk[at:])
-    if "".join(parts):
-        yield "".join(parts)
-
-
-_BREAK = re.compile(r"\r\n|\r|\n")
-
-
-def sse_events(lines: Iterable[str]) -> Iterator[str]:
-    """The data of each server-sent event, in order: its ``data:`` lines joined with newlines
-    (one leading space dropped), dispatched at a blank line; comments (``: ping``) and the other
-    fields are left out, and an event the stream ends in the middle of is not dispatched."""
-    data: list[str] | None = None
-    for line in lines:
-        if not line:
-            if data is not None:
-                yield "\n".join(data)
-            data = None
-            continue
-        if line.startswith(":"):
-            continue
-        name, colon, value = line.partition(":")
-        if name != "data":
-            continue
-        if colon and value.startswith(" "):
-            value = value[1:]
-        data = [*(data or []), value]
+def _history_budget(options: HttpOptions) -> int:
+    """The history budget the launched gateway was given (CASCADE_MAX_HISTORY_BYTES), else the default."""
+    given = options.launch.env.get(ENV_HISTORY, "") if options.launch is not None else ""
+    return int(given) if given.isascii() and given.isdigit() and int(given) > 0 else DEFAULT_HISTORY_BYTES
 
 
 def _body(content: bytes) -> Any:

@@ -18,12 +18,16 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from conformance.errors import PreconditionNotMet, TargetError, TargetSpecError
 from conformance.example_tags import new_tag, untagged
 from conformance.ls_handle import LsHandle
+from conformance.models.img import DEFAULT_HISTORY_BYTES
+from conformance.models.js_text import utf16_units
 from conformance.refusals import excerpt_body, refusal
+from conformance.targets._scope import Caller, CallerScope
 
 try:
     import httpx2 as _transport
@@ -67,18 +71,32 @@ class HttpStore:
         self,
         request: Callable[..., _transport.Response],
         *,
-        api_keys: Sequence[str],
+        callers: Sequence[Caller],
         model: str,
         limits: Mapping[str, int],
         ls: Callable[[], LsHandle | None],
         describe: Callable[[str], str],
+        scope: CallerScope,
+        history_budget: int = DEFAULT_HISTORY_BYTES,
     ) -> None:
+        """``history_budget``: the UTF-16 units of history the gateway puts in a prompt (its
+        CASCADE_MAX_HISTORY_BYTES): what it replays of a bigger entry is cut by that budget too."""
         self._request = request
-        self._keys = list(api_keys)
+        self._callers = list(callers)
+        # Caller 1 is the other one of the entry caller 0 stored last: they alternate (_scope.py). Until the
+        # first entry shows the store tells a key's end users apart, the first key's other signals are
+        # candidates too; a store that scopes by key alone leaves only the other keys (_find_store).
+        self._others = self._callers[1:]
+        self._other = self._others[0] if self._others else None
+        self._puts = 0
+        self._key_alone = False
         self._model = model
         self._limits = dict(limits)
         self._ls = ls
         self._describe = describe
+        self._scope = scope
+        self._history_budget = history_budget
+        self._sizes: dict[str, int] = {}  # an upper bound of each stored conversation's UTF-16 units
         # Found on the first entry: None until then; a reason when the gateway keeps no entries at all.
         self._no_store: str | None = None
         self._store_seen = False
@@ -103,9 +121,13 @@ class HttpStore:
                 f"the example needs {size} bytes of request and answer for the gateway's store limits; launch it "
                 "with smaller limits and declare them with --store-limits"
             )
+        owner = self._caller(caller)
+        if caller == 0 and self._others:
+            self._other = self._others[self._puts % len(self._others)]
+        self._puts += 1
         handle.reset()
         handle.load_scenario({"turns": [{"chunks": [_chunk(answer)]}]})
-        answer_http = self._request("POST", "/v1/responses", self._key(caller), json=body)
+        answer_http = self._request("POST", "/v1/responses", owner, json=body)
         reply = _json(answer_http)
         shown = reply if reply is not None else answer_http.text
         refused = refusal(f"POST /v1/responses ({size} bytes)", answer_http.status_code, shown)
@@ -118,37 +140,75 @@ class HttpStore:
                 self._describe(f"POST /v1/responses answered {answer_http.status_code}: {answer_http.text[:500]}")
             )
         if not self._store_seen:
-            self._find_store(reply["id"], self._key(caller))
+            self._find_store(reply["id"], owner)
         output = [item for item in reply.get("output") or () if isinstance(item, dict)]
+        self._sizes[reply["id"]] = _text_units([messages, answer])
         return {"id": reply["id"], "appended": [item for item in output if item.get("type") != "reasoning"]}
 
-    def _find_store(self, entry: str, key: str) -> None:
+    def _find_store(self, entry: str, owner: Caller) -> None:
         """The first entry must be readable by its owner at once; if not, the gateway keeps none (it
-        answers the Responses API without a store) and no STORE example is checkable on it."""
-        answer = self._request("GET", f"/v1/responses/{entry}", key)
+        answers the Responses API without a store), or keeps it where the kit's reads do not reach
+        (scoped by a per-user signal the reads do not carry), and no STORE example is checkable on it."""
+        answer = self._request("GET", f"/v1/responses/{entry}", owner)
         if answer.status_code == 404:
             self._no_store = (
                 f"the gateway keeps no response store: GET /v1/responses/{entry} answered 404 to its owner right "
-                f"after POST /v1/responses stored it ({excerpt_body(_json(answer) or answer.text)})"
+                f"after POST /v1/responses stored it ({excerpt_body(_json(answer) or answer.text)}); "
+                + self._scope_hint()
             )
             raise PreconditionNotMet(self._no_store)
         self._store_seen = True
+        if (
+            owner.signal is not None
+            and self._request("GET", f"/v1/responses/{entry}", replace(owner, signal=None)).status_code == 200
+        ):
+            # Read back without the owner's signal: the store scopes by key alone, so another signal of the
+            # same key is the same caller to it (gateway-fixes P5: scoping by user is a gateway's choice).
+            self._key_alone = True
+            self._others = [c for c in self._others if c.api_key != owner.api_key]
+            self._other = self._others[0] if self._others else None
+
+    def _scope_hint(self) -> str:
+        if self._scope.reads:
+            shown = ", ".join(str(read) for read in self._scope.reads)
+            return (
+                f"the store may be scoped by a per-user signal the gateway reads elsewhere than {shown} "
+                "(--read-scope header:NAME or query:NAME) or by another body field (--caller-scope)"
+            )
+        if not self._scope.sends_signal:
+            return (
+                "the store may keep entries only for callers with a per-user signal, and --caller-scope none "
+                "sends none (try --caller-scope user and --read-scope header:NAME or query:NAME)"
+            )
+        return (
+            f"the store may be scoped by the caller's per-user signal ({self._scope.scope}), which a GET carries "
+            "only where the gateway reads it: give --read-scope header:NAME or --read-scope query:NAME"
+        )
 
     def get(self, id: str, caller: int) -> dict[str, Any]:
         """The stored conversation from ``input_items``; from a gateway that does not serve them, the
         conversation as it replays it to the LS when a turn continues the entry (what it replays is
         what it stored)."""
-        key = self._key(caller)
+        key = self._caller(caller)
         items = self._input_items(id, key)
         response = self._request("GET", f"/v1/responses/{id}", key)
         if response.status_code == 404:
             return {"not_found": True}
         answer = answer_text(self._ok(response, f"GET /v1/responses/{id}").get("output") or ())
         if items is None:  # not served, while the entry itself answers
-            return {"replayed": self._replayed(id, key), "answer": answer}
+            replayed = self._replayed(id, key)
+            size, shown = self._sizes.get(id, 0), utf16_units(replayed)
+            if size > self._history_budget and 2 * shown > self._history_budget:
+                # A prompt its history budget cut is filled near to the budget; one under half of it was not cut.
+                raise PreconditionNotMet(
+                    f"the gateway serves no input_items, and what it replays of the entry ({shown} UTF-16 units) may "
+                    f"be cut by its history budget too ({self._history_budget}, CASCADE_MAX_HISTORY_BYTES): the "
+                    f"conversation had {size}, so what its store kept is not observable"
+                )
+            return {"replayed": replayed, "answer": answer}
         return {"messages": items, "answer": answer}
 
-    def _input_items(self, id: str, key: str) -> list[Any] | None:
+    def _input_items(self, id: str, key: Caller) -> list[Any] | None:
         """Every page of the entry's input items; None when the gateway does not serve them (404 while
         the entry itself answers)."""
         items: list[Any] = []
@@ -168,7 +228,7 @@ class HttpStore:
             after = str(listing.get("last_id") or data[-1].get("id"))
         return items
 
-    def _replayed(self, id: str, key: str) -> str:
+    def _replayed(self, id: str, key: Caller) -> str:
         """The prompt of the Send the gateway puts on the wire for a turn continuing entry ``id``."""
         handle = self._ls()
         if handle is None:
@@ -197,22 +257,43 @@ class HttpStore:
         return untagged(str(items[0].get("text", "")))
 
     def delete(self, id: str, caller: int) -> dict[str, Any]:
-        answer = self._request("DELETE", f"/v1/responses/{id}", self._key(caller))
+        answer = self._request("DELETE", f"/v1/responses/{id}", self._caller(caller))
         if answer.status_code == 404:
             return {"deleted": False}
         self._ok(answer, f"DELETE /v1/responses/{id}")
         return {"deleted": True}
 
-    def _key(self, caller: int) -> str:
-        if caller >= len(self._keys):
-            raise PreconditionNotMet(f"the example needs {caller + 1} callers: give as many --api-key options")
-        return self._keys[caller]
+    def _caller(self, caller: int) -> Caller:
+        if caller == 0:
+            return self._callers[0]
+        if self._other is None and self._key_alone:
+            raise PreconditionNotMet(
+                "the example needs two callers, and the gateway's response store tells callers apart by API key "
+                "alone (an entry stored with a per-user signal is read without it): give two --api-key options"
+            )
+        if self._other is None:
+            raise PreconditionNotMet(
+                "the example needs two callers: give two --api-key options, or send a per-user signal "
+                "(--caller-scope other than none)"
+            )
+        return self._other
 
     def _ok(self, answer: _transport.Response, what: str) -> dict[str, Any]:
         body = _json(answer)
         if answer.status_code != 200 or not isinstance(body, dict):
             raise TargetError(self._describe(f"{what} answered {answer.status_code}: {answer.text[:500]}"))
         return body
+
+
+def _text_units(value: Any) -> int:
+    """The UTF-16 units of every string in ``value``: what a prompt replaying it holds, besides framing."""
+    if isinstance(value, str):
+        return utf16_units(value)
+    if isinstance(value, Mapping):
+        return sum(_text_units(item) for item in value.values())
+    if isinstance(value, list | tuple):
+        return sum(_text_units(item) for item in value)
+    return 0
 
 
 def _chunk(answer: Mapping[str, Any]) -> dict[str, Any]:

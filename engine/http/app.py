@@ -19,6 +19,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from engine.http.caller_scope import body_signal, narrowed, read_signal
 from engine.http.chat import ChatService
 from engine.http.chat_routes import ChatRoutes
 from engine.http.errors import ApiError
@@ -68,6 +69,7 @@ def build_app(
     front = _Front(service, catalogue, metrics, settings)
     hooks = FrontHooks(
         caller=front.caller,
+        body_caller=front.body_caller,
         json_body=front.json_body,
         refuse_web_post=_no_cross_origin_post,
         refuse_origin=_no_origin,
@@ -113,6 +115,15 @@ class _Front:
         self.limiter = anyio.CapacityLimiter(settings.max_concurrent_turns)
 
     def caller(self, request: Request) -> Caller:
+        """The caller a request is: its API key's, narrowed by the per-user signal of its header or query
+        (:mod:`engine.http.caller_scope`)."""
+        return narrowed(self._key_caller(request), read_signal(request))
+
+    def body_caller(self, request: Request, body: object) -> Caller:
+        """The caller a request with a body is: the body's per-user signal first, else as :meth:`caller`."""
+        return narrowed(self._key_caller(request), body_signal(body) or read_signal(request))
+
+    def _key_caller(self, request: Request) -> Caller:
         """The caller an API key stands for; with no keys configured, everyone is ``anonymous``."""
         keys = self._settings.api_keys
         if not keys:

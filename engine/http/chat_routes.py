@@ -44,8 +44,10 @@ class ChatRoutes:
         hooks = self._hooks
         try:
             hooks.refuse_web_post(request)
-            caller = hooks.caller(request)
-            chat = parse_chat_request(await hooks.json_body(request), self._catalogue)
+            hooks.caller(request)  # the key first: a request without one is refused before its body is read
+            body = await hooks.json_body(request)
+            caller = hooks.body_caller(request, body)
+            chat = parse_chat_request(body, self._catalogue)
             chat = replace(chat, session_id=hooks.session_id(request))
         except ApiError as exc:
             return error_response(exc)

@@ -46,6 +46,8 @@ class FrontHooks:
     """What the route modules share with the rest of the HTTP front (:mod:`engine.http.app`)."""
 
     caller: Callable[[Request], Caller]
+    # The caller a request with this parsed body is: its key narrowed by the body's per-user signal.
+    body_caller: Callable[[Request, object], Caller]
     json_body: Callable[[Request], Awaitable[object]]
     refuse_web_post: Callable[[Request], None]  # an Origin header, or a body that is not JSON
     refuse_origin: Callable[[Request], None]  # an Origin header

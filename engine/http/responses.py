@@ -85,8 +85,10 @@ class ResponsesRoutes:
     async def create(self, request: Request) -> Response:
         try:
             self._hooks.refuse_web_post(request)
-            caller = self._hooks.caller(request)
-            parsed = parse_responses_request(await self._hooks.json_body(request), self._catalogue)
+            self._hooks.caller(request)  # the key first: a request without one is refused before its body is read
+            body = await self._hooks.json_body(request)
+            caller = self._hooks.body_caller(request, body)
+            parsed = parse_responses_request(body, self._catalogue)
             turn = await self._prepare(parsed, caller, self._hooks.session_id(request))
         except ApiError as exc:
             return error_response(exc)

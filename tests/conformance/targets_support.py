@@ -276,6 +276,7 @@ class CannedHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     answers: dict[tuple[str, str], Canned] = {}
     received: list[tuple[str, str, dict[str, str], bytes]] = []
+    scoped_by: str | None = None  # a bodyless request without this header is answered 404
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -285,6 +286,8 @@ class CannedHandler(BaseHTTPRequestHandler):
         headers = {name.lower(): value for name, value in self.headers.items()}
         self.received.append((self.command, self.path, headers, body))
         status, answer_headers, content = self.answers.get((self.command, self.path), (404, [], b"no canned answer"))
+        if self.scoped_by is not None and not body and self.scoped_by not in headers:
+            status, answer_headers, content = 404, [], b"not yours"
         self.send_response(status)
         for name, value in answer_headers:
             self.send_header(name, value)
@@ -297,11 +300,11 @@ class CannedHandler(BaseHTTPRequestHandler):
 
 @contextmanager
 def canned_server(
-    answers: Mapping[tuple[str, str], Canned],
+    answers: Mapping[tuple[str, str], Canned], scoped_by: str | None = None
 ) -> Iterator[tuple[str, list[tuple[str, str, dict[str, str], bytes]]]]:
-    """A loopback server in this process answering only ``answers`` (see CannedHandler); yields its
-    root URL and the log of requests it received."""
-    attributes = {"answers": dict(answers), "received": []}
+    """A loopback server in this process answering only ``answers`` (see CannedHandler; ``scoped_by``:
+    a header bodyless requests need, else 404); yields its root URL and the log of requests it received."""
+    attributes: dict[str, Any] = {"answers": dict(answers), "received": [], "scoped_by": scoped_by}
     handler: type[CannedHandler] = type("Canned", (CannedHandler,), attributes)
     with _serving(handler) as url:
         yield url, handler.received

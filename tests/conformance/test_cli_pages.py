@@ -55,6 +55,14 @@ http:// targets (docs/adapters.md, 'Black-box HTTP targets'):
   --rate-limit-wait S   seconds the kit waits, over all retries of one request, when the gateway answers 429 or 503
                         with a wait (Retry-After, retry_after_ms); past it the example is left unjudged (default: 60;
                         0: never wait)
+  --caller-scope SIGNAL
+                        the per-user signal every request body carries, distinct per caller and per run: user,
+                        safety_identifier, prompt_cache_key, metadata.conversation_id, metadata.session_id, none
+                        (default: user; none: anonymous callers, which many gateways give no cache, store reads or
+                        cascade reuse)
+  --read-scope header:NAME|query:NAME
+                        where GET and DELETE /v1/responses/... carry the caller's signal, as the gateway reads it
+                        (repeatable; e.g. header:x-response-user or query:user)
 """
 
 RUN_HELP = (
@@ -62,7 +70,8 @@ RUN_HELP = (
 usage: cascade-conformance run [-h] [--target TARGET] [--call-timeout CALL_TIMEOUT] [--launch COMMAND]
                                [--launch-cwd DIR] [--launch-env NAME=VALUE] [--ls-wiring {dial,spawn,none}]
                                [--api-key API_KEY] [--model MODEL] [--ledger-path PATH] [--native-bridge]
-                               [--store-limits LIMITS] [--ready-timeout S] [--rate-limit-wait S] [--only ONLY]
+                               [--store-limits LIMITS] [--ready-timeout S] [--rate-limit-wait S]
+                               [--caller-scope SIGNAL] [--read-scope header:NAME|query:NAME] [--only ONLY]
                                [--known-failures KNOWN_FAILURES] [--report REPORT] [--cache-dir CACHE_DIR]
                                [--profile {ci,thorough}] [--seed SEED] [--max-examples N] [--no-shrink]
                                [--log-level {DEBUG,INFO,WARNING,ERROR}]
@@ -103,6 +112,7 @@ usage: cascade-conformance replay [-h] [--target TARGET] [--call-timeout CALL_TI
                                   [--launch-cwd DIR] [--launch-env NAME=VALUE] [--ls-wiring {dial,spawn,none}]
                                   [--api-key API_KEY] [--model MODEL] [--ledger-path PATH] [--native-bridge]
                                   [--store-limits LIMITS] [--ready-timeout S] [--rate-limit-wait S]
+                                  [--caller-scope SIGNAL] [--read-scope header:NAME|query:NAME]
                                   [--cache-dir CACHE_DIR]
                                   case
 
@@ -270,7 +280,10 @@ def test_list_shows_what_each_property_needs_and_which_targets_can_check_it(
         "ACC: cache-replay accounting (docs/invariants.md#acc)\n",
         "STORE: response store trimming (docs/invariants.md#store)\n",
         "ATT: durable tool-result attachments (docs/invariants.md#att)\n",
-        "39 invariants: 5 implemented, 34 not yet implemented\n",
+        "TURN: turns delivered, ended and failed as the LS ran them (docs/invariants.md#turn)\n",
+        "SCOPE: what is shared and with whom (docs/invariants.md#scope)\n",
+        "REQ: requests as the client sent them (docs/invariants.md#req)\n",
+        "51 invariants: 5 implemented, 46 not yet implemented\n",
     ]
     assert max(len(line.rstrip("\n")) for line in lines) == 100
 

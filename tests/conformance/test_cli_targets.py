@@ -112,7 +112,10 @@ def test_a_run_on_a_launched_gateway_replays_through_the_same_options_and_keeps_
     )
     replay = f"  replay: cascade-conformance replay {report}/cases/wire-1.json --target http://127.0.0.1:0 {flags}"
     assert out[5:] == [replay]
-    assert replay.strip().removeprefix("replay: ") in (report / "report.md").read_text(encoding="utf-8")
+    markdown = (report / "report.md").read_text(encoding="utf-8")
+    assert replay.strip().removeprefix("replay: ") in markdown
+    # Who the kit was: the signal it sent, never the signal's values (they differ every run).
+    assert "\nCallers: 2 API keys, per-user signal in user; reads scoped by none (--read-scope)\n" in markdown
 
 
 def test_a_launched_gateway_wired_to_the_fake_has_the_store_limits_given(
@@ -128,7 +131,12 @@ def test_a_launched_gateway_wired_to_the_fake_has_the_store_limits_given(
         "fixed_limits": {"max_messages": 3, "max_entry_bytes": 1024},
         "shapes": ["responses"],
     }
-    assert facts["defaults"] == {"api_keys": ["conformance-key"], "model": "claude-sonnet-4-6", "native_bridge": False}
+    # Two callers under the one key: the key with two per-user signals (--caller-scope user, the default).
+    assert facts["defaults"] == {
+        "api_keys": ["conformance-key", "conformance-key"],
+        "model": "claude-sonnet-4-6",
+        "native_bridge": False,
+    }
     assert out[5] == (
         f"  replay: cascade-conformance replay {tmp_path}/cases/wire-1.json --target http://127.0.0.1:0 "
         f"--launch {shlex.quote(launch)} --store-limits max_messages=3,max_entry_bytes=1k"

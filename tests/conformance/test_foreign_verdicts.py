@@ -34,6 +34,7 @@ _ENV = (
     "FGW_STORE_MAX_MESSAGES=12",
     "FGW_STORE_MAX_ENTRY_BYTES=65536",
 )
+_KIT = ("--api-key", "fk-1", "--api-key", "fk-2", "--store-limits", "max_messages=12,max_entry_bytes=64k")
 # A quick pass per row (the docs' table comes from full runs, `benchmarks/bench_blackbox.py`).
 EXAMPLES = 6
 _VERDICT = re.compile(r"^([A-Z]+-\d+)\s+(pass \(partial|pass|fail|error|not checkable|known failure)")
@@ -79,16 +80,28 @@ FULL = {
 
 
 def run(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], only: str, *env: str, shrink: bool = True
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    only: str,
+    *env: str,
+    shrink: bool = True,
+    gateway: tuple[str, ...] = _ENV,
+    kit: tuple[str, ...] = (
+        "--api-key",
+        "fk-1",
+        "--api-key",
+        "fk-2",
+        "--store-limits",
+        "max_messages=12,max_entry_bytes=64k",
+    ),
 ) -> tuple[int, dict[str, str], str]:
-    """``cascade-conformance run`` against a launched foreigngw; the exit code, each invariant's
-    verdict word, and what it printed."""
+    """``cascade-conformance run`` against a launched foreigngw (``gateway``: its settings; ``kit``: the
+    kit's own options for it); the exit code, each invariant's verdict word, and what it printed."""
     argv = [] if shrink else ["--no-shrink"]
     argv = ["run", *argv, "--target", "http://127.0.0.1:0", "--launch", f"{sys.executable} -m tests.support.foreigngw"]
-    argv += ["--launch-cwd", str(REPO), "--api-key", "fk-1", "--api-key", "fk-2"]
-    argv += ["--store-limits", "max_messages=12,max_entry_bytes=64k", "--only", only, "--report", str(tmp_path)]
+    argv += ["--launch-cwd", str(REPO), *kit, "--only", only, "--report", str(tmp_path)]
     argv += ["--max-examples", str(EXAMPLES)]
-    for pair in (*_ENV, *env):
+    for pair in (*gateway, *env):
         argv += ["--launch-env", pair]
     code = main(argv)
     out = capsys.readouterr().out
@@ -152,3 +165,66 @@ def test_each_seed_defect_fails_exactly_its_invariants(
     report = (tmp_path / "report.md").read_text(encoding="utf-8")
     assert "Counterexample (as found, not shrunk):" in report
     assert "Minimal counterexample" not in report
+
+
+# ---------------------------------------------------------------------- the scoped personality
+# A public gateway at its defaults: one API key shared by many end users, the usual store caps (400
+# messages, 100 KB), and cache, store reads and cascade reuse only for a caller with a per-user signal
+# (reads scoped by X-Response-User). The kit sends `user` (the default --caller-scope) and says where reads
+# carry it; with --caller-scope none it is an anonymous caller, who gets none of them.
+_SCOPED_ENV = (
+    "FGW_PORT={port}",
+    "FGW_LS_ADDRESS={ls_address}",
+    "FGW_CSRF_TOKEN={csrf_token}",
+    "FGW_API_KEYS=fk-1",
+    "FGW_SKIP_DOTENV=1",
+    "CASCADE_POLL_INTERVAL_MS=2",
+    "FGW_COOLDOWN_S=1",
+    "FGW_PERSONALITY=scoped",
+)
+_SCOPED_KIT = ("--api-key", "fk-1", "--store-limits", "max_messages=400,max_entry_bytes=100k")
+_READS = ("--read-scope", "header:x-response-user")
+
+SCOPED = {
+    "IMG": FULL["IMG"],
+    "OFF,SO,ACC": FULL["OFF,SO,ACC"],
+    "STORE": FULL["STORE"] | {"STORE-3": P},  # plain-text arguments the client sent: judged from what it replays
+}
+
+
+def run_scoped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], only: str, *env: str, anonymous: bool = False
+) -> tuple[int, dict[str, str], str]:
+    kit = (*_SCOPED_KIT, *(("--caller-scope", "none") if anonymous else _READS))
+    return run(tmp_path, capsys, only, *env, shrink=False, gateway=_SCOPED_ENV, kit=kit)
+
+
+@pytest.mark.parametrize("families", list(SCOPED))
+def test_the_scoped_personality_passes_what_it_can_be_checked_for(
+    families: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, verdicts, out = run_scoped(tmp_path, capsys, families)
+    assert verdicts == SCOPED[families], out
+    assert code == 0, out
+    assert "\ncallers: 1 API key, per-user signal in user; reads scoped by header:x-response-user\n" in out, out
+
+
+@pytest.mark.parametrize(
+    ("defect", "only", "failing"),
+    [
+        ("no-schema-validation", "SO-2", "SO-2"),  # a violating turn cached for its scoped caller
+        ("splice-arguments", "STORE-1", "STORE-1"),  # JSON arguments the client sent, spliced by the trim
+        ("silent-count-drop", "STORE-4", "STORE-4"),  # a drop at the default 400 cap with no notice
+        ("cache-hit-without-usage", "ACC-2", "ACC-2"),  # a cache hit replayed without its usage
+    ],
+)
+def test_each_scoped_defect_fails_for_a_scoped_caller_and_is_not_checkable_for_an_anonymous_one(
+    defect: str, only: str, failing: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, verdicts, out = run_scoped(tmp_path / "scoped", capsys, only, f"FGW_DEFECTS={defect}")
+    assert verdicts == {failing: FAIL}, out
+    assert code == 1, out
+    code, verdicts, out = run_scoped(tmp_path / "anonymous", capsys, only, f"FGW_DEFECTS={defect}", anonymous=True)
+    assert verdicts == {failing: NC}, out
+    assert "--caller-scope" in out.split(f"{failing}    not checkable", 1)[1], out  # the hint
+    assert code == 1, out

@@ -17,9 +17,12 @@ import pytest
 from conformance.operations import HTTP_TARGET_OPERATIONS
 from conformance.properties import properties
 from conformance.runner import RunOptions, Status, run_property
-from conformance.targets import HttpOptions, LaunchSpec, Target, load_target
+from conformance.targets import CallerScope, HttpOptions, LaunchSpec, ReadScope, Target, load_target
 
 _KEYS = ("proof-key-1", "proof-key-2")
+# Every request names its end user (`user`), and reads name it where the engine reads it: so the other
+# caller of an example is the second key or the first key with another user, in turn.
+_SCOPE = CallerScope("user", (ReadScope("header", "x-response-user"),))
 # Small store limits, so trimming examples stay small; declared to the kit with the same values.
 _STORE = {"max_messages": 12, "max_entry_bytes": 65536}
 # What a black box cannot show: the history-image counters (IMG-4 judges nothing else); OFF-5 needs
@@ -47,6 +50,7 @@ def _launch(*extra: str) -> Target:
         ledger_path="/v1/ledger",
         native_bridge="--native-bridge" in extra,
         store_limits=_STORE,
+        caller_scope=_SCOPE,
     )
     return load_target("http://127.0.0.1:0", http=options)
 

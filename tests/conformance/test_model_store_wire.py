@@ -73,6 +73,9 @@ def test_notices_are_found_anywhere_in_the_framing(lines: list[str], counts: lis
         (f"Assistant called write({ARGS[:60]}{TRUNCATION_MARKER})", "cut"),
         (f"Assistant called write({ARGS[:40]})", "cut"),
         (f"Assistant called write({ARGS[:39]})", "absent"),  # under the probe: not told from chance
+        (f"Assistant called write({ARGS[:39]}{TRUNCATION_MARKER})", "cut"),  # ... unless the marker follows it
+        (f"Assistant called write({ARGS[:1]}{TRUNCATION_MARKER})", "cut"),  # a store that cuts by bytes keeps one
+        (f"Assistant called write(x{TRUNCATION_MARKER})", "absent"),  # the marker after another value's start
         (f"Assistant called write({ARGUMENTS_TRUNCATION_JSON})", "compacted"),
         ("Assistant called write()", "absent"),
     ],

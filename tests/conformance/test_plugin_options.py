@@ -240,7 +240,10 @@ HELP = (
     "--cascade-ready-timeout=S seconds to answer (default: 30) "
     "--cascade-rate-limit-wait=S seconds to wait out 429/503 answers per request (default: 60) "
     "--cascade-store-limits=LIMITS the gateway's response store limits: max_messages=N,max_entry_bytes=SIZE "
-    "(default: the reference's)"
+    "(default: the reference's) "
+    "--cascade-caller-scope=SIGNAL the per-user signal request bodies carry: user, safety_identifier, "
+    "prompt_cache_key, metadata.conversation_id, metadata.session_id, none (default: user) "
+    "--cascade-read-scope=header:NAME|query:NAME repeatable: header:NAME or query:NAME"
 )
 
 

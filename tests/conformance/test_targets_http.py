@@ -73,6 +73,9 @@ def test_an_external_gateway_is_described_by_its_url_and_has_no_wired_ls(
     assert target.wired_ls() is None
     assert target.launch_output() is None
     assert target.gateway_defaults() == {"api_keys": ["k1", "k2"], "model": "m-test", "native_bridge": False}
+    first, other = target.scoped_body({"model": "m"}, 0), target.scoped_body({"model": "m"}, 1)
+    assert first["user"] != other["user"], (first, other)
+    assert first["user"].startswith("conformance-"), first
     assert target.operations() == frozenset({"gateway.chat", "gateway.ledger"})
     assert target.capabilities("gateway.chat") == {}
 
@@ -180,7 +183,8 @@ def test_a_build_with_the_launch_limits_is_sent_as_a_client_would_send_it(
     )
     assert str(failed.value).startswith(prefix + '{"status": 200')
     [sent] = bodies
-    assert sorted(sent) == ["messages", "model"]
+    assert sorted(sent) == ["messages", "model", "user"]  # the first caller's per-user signal (--caller-scope)
+    assert re.fullmatch(r"conformance-[0-9a-f]{12}-caller-0", sent["user"]), sent["user"]
     first = sent["messages"][0]["content"]
     asked = "hi"  # REQUEST's one message
     assert TAG_RE.fullmatch(first[: -len(asked)]), first

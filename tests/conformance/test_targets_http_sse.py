@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from conformance.targets._http import sse_events, sse_lines
+from conformance.targets._sse import sse_events, sse_lines
 
 FRAME = json.dumps({"delta": {"reasoning_content": "a\x85b\u2028c\u2029d\x0be\x1cf"}}, ensure_ascii=False)
 

@@ -14,6 +14,7 @@ import pytest
 from conformance.errors import PreconditionNotMet, TargetError
 from conformance.targets import HttpOptions, HttpTarget
 from conformance.targets._http_store import DEFAULT_STORE_LIMITS, HttpStore
+from conformance.targets._scope import Caller, CallerScope
 from fakels.server import FakeLSThread
 from tests.conformance.targets_support import Canned, RecordingLs, canned_server, echo_server
 
@@ -25,6 +26,10 @@ Log = list[tuple[str, str, str]]
 def echo() -> Iterator[tuple[str, Log]]:
     with echo_server() as served:
         yield served
+
+
+# Bodies and reads exactly as the tests give them: no per-user signal.
+UNSCOPED = CallerScope("none")
 
 
 @pytest.fixture(scope="module")
@@ -42,17 +47,18 @@ def _store_over(target: HttpTarget, ls: RecordingLs) -> HttpStore:
     """A store (callers k1, k2; model m) sending through ``target``."""
     return HttpStore(
         target._send,
-        api_keys=["k1", "k2"],
+        callers=[Caller("k1", None), Caller("k2", None)],
         model="m",
         limits=LIMITS,
         ls=lambda: ls,
         describe=lambda what: f"the gateway: {what}",
+        scope=UNSCOPED,
     )
 
 
 @pytest.fixture
 def store(echo: tuple[str, Log], ls: RecordingLs) -> Iterator[HttpStore]:
-    target = HttpTarget(echo[0], HttpOptions(api_keys=("k1", "k2")))
+    target = HttpTarget(echo[0], HttpOptions(api_keys=("k1", "k2"), caller_scope=UNSCOPED))
     yield _store_over(target, ls)
     target.close()
 
@@ -186,7 +192,9 @@ def test_a_gateway_whose_first_entry_its_owner_cannot_read_keeps_no_store(ls: Re
             store.put([{"role": "user", "content": "keep me"}], 0, {"text": "t"})
         assert info.value.reason == (
             "the gateway keeps no response store: GET /v1/responses/resp_1 answered 404 to its owner right after "
-            "POST /v1/responses stored it (no canned answer)"
+            "POST /v1/responses stored it (no canned answer); the store may keep entries only for callers with a "
+            "per-user signal, and --caller-scope none sends none (try --caller-scope user and --read-scope header:NAME "
+            "or query:NAME)"
         )
         with pytest.raises(PreconditionNotMet) as again:  # decided: later examples are not even sent
             store.open(dict(DEFAULT_STORE_LIMITS))

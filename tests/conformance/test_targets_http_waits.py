@@ -14,6 +14,7 @@ import pytest
 
 from conformance.errors import TargetSpecError
 from conformance.targets import HttpOptions, HttpTarget, _http, http_options
+from conformance.targets._scope import Caller
 from tests.conformance.targets_support import _serving
 
 COMPLETION = {"id": "c1", "object": "chat.completion", "choices": [{"index": 0, "message": {"content": "ok"}}]}
@@ -126,7 +127,7 @@ def test_the_store_requests_wait_too(slept: list[float]) -> None:
     with queued(cooling(700), (200, {}, {"ledger": 1})) as (url, seen):
         target = HttpTarget(url, HttpOptions(ledger_path="/v1/ledger", rate_limit_wait_s=10))
         try:
-            assert target._send("GET", "/v1/ledger", "k").status_code == 200
+            assert target._send("GET", "/v1/ledger", Caller("k", None)).status_code == 200
         finally:
             target.close()
     assert slept == [0.7]

@@ -15,6 +15,7 @@ from conformance.errors import InputRefused, PreconditionNotMet, TargetError
 from conformance.ls_handle import InProcessLs
 from conformance.targets import HttpOptions, _http
 from conformance.targets._http_store import HttpStore
+from conformance.targets._scope import Caller, CallerScope, ReadScope
 from engine.cascade.polling import PollSettings
 from engine.http.app import HttpSettings
 from engine.http.gateway import Gateway, GatewayConfig, ServedGateway
@@ -50,7 +51,9 @@ def served(fake: FakeLSThread) -> Iterator[ServedGateway]:
 
 
 def wired(served: ServedGateway, fake: FakeLSThread, **options: Any) -> PrewiredHttpTarget:
-    defaults: dict[str, Any] = {"api_keys": tuple(KEYS), "model": MODEL}
+    # The engine reads a bodyless request's end user from X-Response-User (engine/http/caller_scope.py).
+    scope = CallerScope("user", (ReadScope("header", "x-response-user"),))
+    defaults: dict[str, Any] = {"api_keys": tuple(KEYS), "model": MODEL, "caller_scope": scope}
     return PrewiredHttpTarget(served.url, HttpOptions(**(defaults | options)), InProcessLs(fake, CSRF))
 
 
@@ -221,12 +224,17 @@ def test_a_long_stored_conversation_is_read_back_over_every_page(target: Prewire
     assert got["answer"] == "ok"
 
 
-def test_a_second_caller_needs_a_second_key(served: ServedGateway, fake: FakeLSThread) -> None:
-    target = wired(served, fake, api_keys=("key-a",))
+def test_without_a_per_user_signal_a_second_caller_needs_a_second_key(
+    served: ServedGateway, fake: FakeLSThread
+) -> None:
+    target = wired(served, fake, api_keys=("key-a",), caller_scope=CallerScope("none"))
     try:
         with pytest.raises(PreconditionNotMet) as info:
             target.call("store.put", messages=CONVERSATION, caller=1, answer={"text": "x"})
-        assert info.value.reason == "the example needs 2 callers: give as many --api-key options"
+        assert info.value.reason == (
+            "the example needs two callers: give two --api-key options, or send a per-user signal (--caller-scope "
+            "other than none)"
+        )
     finally:
         target.close()
 
@@ -272,7 +280,13 @@ def test_a_put_of_exactly_the_largest_body_is_sent(target: PrewiredHttpTarget) -
 
 def test_without_a_wired_ls_a_put_is_not_checkable(target: PrewiredHttpTarget) -> None:
     store = HttpStore(
-        target._send, api_keys=["key-a"], model=MODEL, limits=LIMITS, ls=lambda: None, describe=lambda what: what
+        target._send,
+        callers=[Caller("key-a", None)],
+        model=MODEL,
+        limits=LIMITS,
+        ls=lambda: None,
+        describe=lambda what: what,
+        scope=CallerScope("none"),
     )
     with pytest.raises(PreconditionNotMet) as info:
         store.put(CONVERSATION, 0, {"text": "x"})

@@ -37,7 +37,7 @@ def _tool_calls(answer: Answer) -> list[dict[str, Any]]:
     ]
 
 
-def turn_request(settings: Settings, caller: str, body: Any) -> TurnRequest:
+def turn_request(settings: Settings, caller: str | None, body: Any) -> TurnRequest:
     """The turn a chat body asks for, or the refusal it gets (nothing is sent upstream)."""
     if not isinstance(body, Mapping):
         raise bad_request("the request body must be a JSON object")
@@ -58,7 +58,7 @@ def turn_request(settings: Settings, caller: str, body: Any) -> TurnRequest:
     return TurnRequest(caller, model, conversation, tools, schema)
 
 
-def handle(settings: Settings, runner: Runner, caller: str, body: Any, reply: Reply) -> None:
+def handle(settings: Settings, runner: Runner, caller: str | None, body: Any, reply: Reply) -> None:
     request = turn_request(settings, caller, body)
     assert isinstance(body, Mapping)
     completion_id = f"chatcmpl-{secrets.token_hex(12)}"

@@ -60,8 +60,9 @@ def output_items(answer: Answer) -> list[dict[str, Any]]:
 
 
 def handle_post(
-    settings: Settings, runner: Runner, store: ResponseStore | None, caller: str, body: Any, reply: Reply
+    settings: Settings, runner: Runner, store: ResponseStore | None, caller: str | None, body: Any, reply: Reply
 ) -> None:
+    """``caller`` None: an anonymous caller of the scoped personality, whose turns are never stored."""
     if not isinstance(body, Mapping):
         raise bad_request("the request body must be a JSON object")
     if body.get("stream") is True:
@@ -76,7 +77,7 @@ def handle_post(
     previous = body.get("previous_response_id")
     chain: list[dict[str, Any]] = []
     if previous is not None:
-        stored = store.items(str(previous), caller) if store is not None else None
+        stored = store.items(str(previous), caller) if store is not None and caller is not None else None
         if stored is None:
             raise response_not_found("previous_response_id")
         chain = stored
@@ -91,7 +92,7 @@ def handle_post(
     request = TurnRequest(caller, model, conversation, tools, schema, resumable=previous is None)
     answer = runner.run(request)
     output = output_items(answer)
-    keep = store is not None and wants_store(body.get("store", True))
+    keep = store is not None and caller is not None and wants_store(body.get("store", True))
     response = {
         "id": f"resp_{secrets.token_hex(16)}",
         "object": "response",
@@ -108,19 +109,19 @@ def handle_post(
             "total_tokens": answer.prompt_tokens + answer.completion_tokens,
         },
     }
-    if keep and store is not None:
+    if keep and store is not None and caller is not None:
         store.put(str(response["id"]), caller, [*chain, *received, *output], response)
     reply.json(200, response)
 
 
-def handle_get(store: ResponseStore, caller: str, response_id: str, reply: Reply) -> None:
-    response = store.response(response_id, caller)
+def handle_get(store: ResponseStore, caller: str | None, response_id: str, reply: Reply) -> None:
+    response = store.response(response_id, caller) if caller is not None else None
     if response is None:
         raise response_not_found("response_id")
     reply.json(200, response)
 
 
-def handle_delete(store: ResponseStore, caller: str, response_id: str, reply: Reply) -> None:
-    if not store.delete(response_id, caller):
+def handle_delete(store: ResponseStore, caller: str | None, response_id: str, reply: Reply) -> None:
+    if caller is None or not store.delete(response_id, caller):
         raise response_not_found("response_id")
     reply.json(200, {"id": response_id, "object": "response.deleted", "deleted": True})

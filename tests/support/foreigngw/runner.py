@@ -14,7 +14,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tests.support.foreigngw.entries import ASSISTANT, CALL, Conversation, Entry
@@ -31,7 +31,7 @@ CACHE_SIZE = 500
 
 @dataclass(frozen=True)
 class TurnRequest:
-    caller: str
+    caller: str | None  # None: anonymous (scoped personality), never cached nor pooled
     model: str
     conversation: Conversation
     tools: tuple[ToolSpec, ...] = ()
@@ -94,18 +94,21 @@ class Runner:
             self._cool_until = time.monotonic() + self._settings.cooldown_s
         log(f"upstream failure ({failure}); cooling down for {self._settings.cooldown_s:g} s")
 
+    def _unbilled(self) -> bool:
+        return self._settings.defect("cache-hit-without-usage")
+
     # ------------------------------------------------------------------ one turn
 
     def run(self, request: TurnRequest, on_text: Callable[[str], None] | None = None) -> Answer:
         """Play the request's turn (or replay it from the cache). ``on_text`` gets the answer as it
         grows (only pass it when the text is delivered as is: no tools, no schema)."""
-        full = self._settings.full
+        full = self._settings.full and request.caller is not None
         cache_key = self._cache_key(request) if full else None
         if cache_key is not None:
             with self._lock:
                 hit = self._cache.get(cache_key)
             if hit is not None:
-                return hit
+                return replace(hit, prompt_tokens=0, completion_tokens=0, cached_tokens=0) if self._unbilled() else hit
         pooled = self._take_pooled(request) if full and request.resumable else None
         try:
             self._ls.warm_up()
@@ -172,7 +175,7 @@ class Runner:
 
     # ------------------------------------------------------------------ pool and cache
 
-    def _pool_key(self, caller: str, request: TurnRequest, entries: list[Entry]) -> str:
+    def _pool_key(self, caller: str | None, request: TurnRequest, entries: list[Entry]) -> str:
         parts = [request.conversation.system, _tools_key(request.tools), [e.key() for e in entries]]
         return _canonical([caller, parts])
 

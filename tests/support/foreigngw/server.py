@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import FrameType
 from typing import Any, ClassVar
 
-from tests.support.foreigngw import chat, responses
+from tests.support.foreigngw import chat, responses, scope
 from tests.support.foreigngw.http_io import GatewayError, bad_request, dumps, error_body, log, not_found
 from tests.support.foreigngw.lsclient import LsClient
 from tests.support.foreigngw.runner import Runner
@@ -129,7 +129,11 @@ class Handler(BaseHTTPRequestHandler):
         except (ValueError, UnicodeDecodeError) as exc:
             raise bad_request(f"the request body is not JSON: {exc}") from exc
 
-    def _get(self, caller: str, path: str) -> None:
+    def _read_caller(self, key: str) -> str | None:
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        return scope.read_caller(self.app.settings, key, headers, self.path)
+
+    def _get(self, key: str, path: str) -> None:
         if path == "/v1/models":
             self.json(
                 200, {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "foreigngw"} for m in MODELS]}
@@ -138,23 +142,25 @@ class Handler(BaseHTTPRequestHandler):
         found = _RESPONSE_PATH.match(path)
         if found is None or self.app.store is None:
             raise not_found()
-        responses.handle_get(self.app.store, caller, found.group(1), self)
+        responses.handle_get(self.app.store, self._read_caller(key), found.group(1), self)
 
-    def _delete(self, caller: str, path: str) -> None:
+    def _delete(self, key: str, path: str) -> None:
         found = _RESPONSE_PATH.match(path)
         if found is None or self.app.store is None:
             raise not_found()
-        responses.handle_delete(self.app.store, caller, found.group(1), self)
+        responses.handle_delete(self.app.store, self._read_caller(key), found.group(1), self)
 
-    def _post(self, caller: str, path: str) -> None:
+    def _post(self, key: str, path: str) -> None:
         self.app.runner.check_cooldown()
         app = self.app
-        if path == "/v1/chat/completions":
-            chat.handle(app.settings, app.runner, caller, self._body(), self)
-        elif path == "/v1/responses":
-            responses.handle_post(app.settings, app.runner, app.store, caller, self._body(), self)
-        else:
+        if path not in ("/v1/chat/completions", "/v1/responses"):
             raise not_found()
+        body = self._body()
+        caller = scope.body_caller(app.settings, key, body)
+        if path == "/v1/chat/completions":
+            chat.handle(app.settings, app.runner, caller, body, self)
+        else:
+            responses.handle_post(app.settings, app.runner, app.store, caller, body, self)
 
 
 def main() -> int:

@@ -10,8 +10,16 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-DEFECTS = frozenset({"history-image-placeholder", "no-schema-validation", "splice-arguments", "silent-count-drop"})
-PERSONALITIES = ("full", "lean")
+DEFECTS = frozenset(
+    {
+        "history-image-placeholder",
+        "no-schema-validation",
+        "splice-arguments",
+        "silent-count-drop",
+        "cache-hit-without-usage",
+    }
+)
+PERSONALITIES = ("full", "lean", "scoped")
 
 
 class SettingsError(ValueError):
@@ -33,12 +41,19 @@ class Settings:
     personality: str = "full"
     cooldown_s: float = 2.0
     store_max_messages: int = 400
-    store_max_entry_bytes: int = 1_048_576
+    store_max_entry_bytes: int = 102_400  # 100 KB, the usual default
     defects: frozenset[str] = field(default_factory=frozenset)
+    # Where a bodyless request carries its per-user signal (scoped personality): header or query, and the name.
+    read_scope: tuple[str, str] = ("header", "x-response-user")
 
     @property
     def full(self) -> bool:
-        return self.personality == "full"
+        """A store, a cache and a pool (the scoped personality has them too, for callers it can tell apart)."""
+        return self.personality in ("full", "scoped")
+
+    @property
+    def scoped(self) -> bool:
+        return self.personality == "scoped"
 
     def defect(self, name: str) -> bool:
         assert name in DEFECTS, name
@@ -80,6 +95,14 @@ def _defects(env: Mapping[str, str]) -> frozenset[str]:
     return frozenset(names)
 
 
+def _read_scope(env: Mapping[str, str]) -> tuple[str, str]:
+    raw = env.get("FGW_READ_SCOPE", "").strip() or "header:x-response-user"
+    where, _, name = raw.partition(":")
+    if where not in ("header", "query") or not name:
+        raise SettingsError(f"FGW_READ_SCOPE must be header:NAME or query:NAME, got {raw!r}")
+    return where, name.lower() if where == "header" else name
+
+
 def load_settings(env: Mapping[str, str]) -> Settings:
     """The settings ``env`` describes. ``FGW_DATA_DIR`` and ``FGW_SKIP_DOTENV`` are accepted and
     otherwise ignored (this gateway keeps nothing on disk and reads no dotenv file)."""
@@ -100,6 +123,7 @@ def load_settings(env: Mapping[str, str]) -> Settings:
         personality=personality,
         cooldown_s=_seconds(env, "FGW_COOLDOWN_S", 2.0),
         store_max_messages=_count(env, "FGW_STORE_MAX_MESSAGES", 400, allow_zero=False),
-        store_max_entry_bytes=_count(env, "FGW_STORE_MAX_ENTRY_BYTES", 1_048_576, allow_zero=False),
+        store_max_entry_bytes=_count(env, "FGW_STORE_MAX_ENTRY_BYTES", 102_400, allow_zero=False),
         defects=_defects(env),
+        read_scope=_read_scope(env),
     )
