@@ -577,7 +577,7 @@ def test_a_selection_names_ids_or_families_in_any_case_in_catalogue_order(
         (
             ["wire-9"],
             "'wire-9' is neither an invariant ID nor a family (WIRE has WIRE-1..WIRE-4; families: WIRE, IMG, OFF, SO, "
-            "ACC, STORE, ATT)",
+            "ACC, STORE, ATT, TURN, SCOPE, REQ)",
         ),
     ],
 )
