@@ -242,8 +242,8 @@ def _text_answer(build: _Builder, body: str) -> dict[str, Any]:
 def argument_cases(draw: st.DrawFn, target: Target, plain: bool = False) -> Case:
     """STORE-1/2: a short conversation with tool rounds, some arguments small, some bigger than the
     entry budget, and one more call whose arguments are bigger than the budget, a JSON document
-    (``plain``: plain text, for STORE-3): half the time the answer (the newest turn, which a store
-    keeps), else the last tool round of the client's own history, answered by a text."""
+    (``plain``: plain text, for STORE-3), the answer (the newest turn, which a store keeps); half the
+    time the client's own history carries that call in its last tool round too."""
     limits = draw(limits_for(target, any_budget()))
     shape = draw(shapes_for(target))
     if limits["max_entry_bytes"] > MAX_BUILT_BUDGET:
@@ -264,11 +264,10 @@ def argument_cases(draw: st.DrawFn, target: Target, plain: bool = False) -> Case
     call = {"name": draw(identifiers("write_")), "arguments": arguments}
     if draw(st.booleans()):  # drawn last, so the examples drawn before it stay as they were
         # The client's own tool history (chat tool_calls, Responses function_call items) carries the big
-        # call, as clients send it in every request: a gateway that delivers none of the LS's proposed calls
-        # (tool calls only from its own markup) is judged on these.
+        # call too, as clients send it in every request: a gateway that delivers none of the LS's proposed
+        # calls (tool calls only from its own markup) is judged on these.
         build.call(call["name"], arguments, draw(short_texts()))
         build.user(draw(short_texts()))
-        return {"limits": limits, "shape": shape, "messages": build.messages, "answer": _text_answer(build, "done")}
     return {"limits": limits, "shape": shape, "messages": build.messages, "answer": {"tool_call": call}}
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 
 from conformance.models.js_text import utf16_units
@@ -14,11 +15,15 @@ from conformance.models.store import (
     BYTE_NOTICE,
     NOTICE,
     TRUNCATION_MARKER,
+    entry_bytes_bound,
     must_refuse,
     refusal_causes,
+    text_of,
 )
 from conformance.strategies.store import (
     _both_notices_case,
+    count_cases,
+    crowded,
     floor_cases,
     plain_argument_cases,
     refusal_allowed,
@@ -91,3 +96,75 @@ def test_both_notices_lead_the_kept_system_text_and_a_halving_keeping_one_would_
     assert twice > first.end() + len(TRUNCATION_MARKER)  # still a start of the second notice
     assert entry - 2 * (utf16_units(text) - twice) <= limits["max_entry_bytes"]
     assert trim.trim_for_store(write, **limits).messages == kept  # the reference keeps it as it is
+
+
+class _FixedLimits:
+    """A target whose store limits are fixed (a gateway launched with them), taking Responses items."""
+
+    def __init__(self, max_messages: int, max_entry_bytes: int) -> None:
+        self.limits = {"max_messages": max_messages, "max_entry_bytes": max_entry_bytes}
+
+    def operations(self) -> set[str]:
+        return {"store.open"}
+
+    def capabilities(self, op: str) -> dict[str, Any]:
+        return {"fixed_limits": self.limits, "shapes": ["responses"]}
+
+
+@pytest.mark.parametrize(
+    ("cap", "budget", "expected"),
+    [
+        (12, 1024, False),  # caps up to 12 are the cases' own: drawn as always
+        (13, 13 * 1024 - 1, True),  # one message under 1024 bytes each
+        (13, 13 * 1024, False),  # exactly 1024 bytes a message: roomy
+        (13, 13 * 1024 + 1, False),
+        (400, 102400, True),  # a gateway at its usual defaults
+    ],
+)
+def test_a_crowded_cap_is_one_over_12_with_under_1024_bytes_a_message(cap: int, budget: int, expected: bool) -> None:
+    assert crowded({"max_messages": cap, "max_entry_bytes": budget}) is expected
+
+
+@_SETTINGS
+@given(count_cases(_FixedLimits(400, 102400)))  # type: ignore[arg-type]
+def test_count_cases_at_the_default_caps_fit_the_budget_so_the_cap_alone_binds(case: dict[str, Any]) -> None:
+    assert len(case["messages"]) + 1 in range(399, 406)
+    assert entry_bytes_bound(write_of(case)) + 512 <= 102400
+    texts = [text_of(message) or "" for message in case["messages"]]
+    assert all(text.isascii() or text.startswith("⟦") for text in texts), texts[:3]
+    assert "input_image" not in str(case["messages"])
+
+
+@pytest.mark.parametrize(
+    ("messages", "bound"),
+    [
+        ([], 2),  # the JSON "[]"
+        # seed 003: 64, 2 a unit of "user" and "hi" (keys are not charged): 76; the JSON: 35 + 64 = 99.
+        ([{"role": "user", "content": "hi"}], 99),
+        # A long value: seed's 64 + 2 * (4 + 1000) = 2072 beats the JSON's 1033 + 64.
+        ([{"role": "user", "content": "x" * 1000}], 64 + 2 * (4 + 1000)),
+        # An array item costs 32, a scalar 8: 64 + 32 + 2 * 1 + 8 = 106; the JSON: 22 + 64 = 86.
+        ([{"c": ["a"], "n": 7}], 106),
+    ],
+)
+def test_the_entry_bound_is_the_larger_of_the_two_accountings(messages: list[Any], bound: int) -> None:
+    assert entry_bytes_bound(messages) == bound
+
+
+@pytest.mark.parametrize(("over", "judged"), [(-1, False), (0, True), (1, True)])
+def test_the_count_properties_judge_a_case_only_when_its_bound_fits_the_budget(over: int, judged: bool) -> None:
+    from conformance.properties.store import _APPENDED_ROOM, _over_budget
+
+    messages = [{"role": "user", "content": f"⟦m{n}⟧ hi"} for n in range(3)]
+    case: dict[str, Any] = {"messages": messages, "answer": {"text": "⟦m3⟧ ok"}}
+    needed = entry_bytes_bound(write_of({**case, "limits": {}})) + _APPENDED_ROOM
+    case["limits"] = {"max_messages": 2, "max_entry_bytes": needed + over}
+    reason = _over_budget(case)
+    assert (reason is None) is judged
+    if not judged:
+        assert reason == (
+            f"the conversation is not far enough under the byte budget for the cap alone to bind: {needed} bytes by "
+            f"the kit's bound against an entry budget of {needed - 1}; a gateway whose budget leaves fewer than about "
+            f"{needed // 3} bytes a message cannot be checked at its cap of 2: launch it with a bigger entry budget "
+            "(or a smaller cap) and declare it with --store-limits"
+        )

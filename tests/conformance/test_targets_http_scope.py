@@ -314,3 +314,78 @@ def test_the_report_names_the_signal_never_its_values() -> None:
     assert HEADER.describe(2) == "2 API keys, per-user signal in user; reads scoped by header:x-response-user"
     assert CallerScope("user").describe(1) == "1 API key, per-user signal in user; reads scoped by none (--read-scope)"
     assert CallerScope("none").describe(2) == "2 API keys, no per-user signal (--caller-scope none)"
+
+
+# ---------------------------------------------------------------------- what a replay can show
+
+
+@pytest.mark.parametrize(
+    ("size", "shown", "judged"),
+    [
+        (100, 100, True),  # the whole conversation fits the history budget: nothing of it was cut
+        (101, 50, True),  # over it, but the replay fills no more than half: the budget did not bind
+        (101, 51, False),  # over it, and the replay fills more than half: it may be the budget's cut
+        (99, 99, True),
+    ],
+)
+def test_a_replay_is_judged_only_where_the_gateways_history_budget_cannot_have_cut_it(
+    fake: FakeLSThread, monkeypatch: pytest.MonkeyPatch, size: int, shown: int, judged: bool
+) -> None:
+    answers = {("GET", "/v1/responses/resp_1"): STORED}  # no input_items: what it stored shows in its replay
+    with canned_server(answers) as (url, _):
+        target = HttpTarget(url, HttpOptions(api_keys=("k",), caller_scope=CallerScope("none")))
+        try:
+            store = HttpStore(
+                target._send,
+                callers=[Caller("k", None)],
+                model="m",
+                limits=LIMITS,
+                ls=lambda: RecordingLs(fake, "scope-csrf"),
+                describe=lambda what: what,
+                scope=CallerScope("none"),
+                history_budget=100,
+            )
+            store._sizes["resp_1"] = size  # what put() measured of the conversation
+            monkeypatch.setattr(store, "_replayed", lambda id, key: "r" * shown)
+            if judged:
+                assert store.get("resp_1", 0) == {"replayed": "r" * shown, "answer": None}
+                return
+            with pytest.raises(PreconditionNotMet) as info:
+                store.get("resp_1", 0)
+        finally:
+            target.close()
+    assert info.value.reason == (
+        f"the gateway serves no input_items, and what it replays of the entry ({shown} UTF-16 units) may be cut by "
+        f"its history budget too (100, CASCADE_MAX_HISTORY_BYTES): the conversation had {size}, so what its store "
+        "kept is not observable"
+    )
+
+
+@pytest.mark.parametrize(("given", "budget"), [({}, 600_000), ({"CASCADE_MAX_HISTORY_BYTES": "1234"}, 1234)])
+def test_the_history_budget_is_the_launched_gateways(given: dict[str, str], budget: int) -> None:
+    from conformance.targets._http import _history_budget
+    from conformance.targets._launch import LaunchSpec
+
+    launched = HttpOptions(launch=LaunchSpec(command="gw {port}", env=given))
+    assert _history_budget(launched) == budget
+    assert _history_budget(HttpOptions()) == 600_000
+
+
+def test_the_other_caller_of_a_chat_example_alternates_between_the_two_ways(fake: FakeLSThread) -> None:
+    with canned_server({}) as (url, _):
+        target = HttpTarget(url, HttpOptions(api_keys=("k1", "k2"), caller_scope=HEADER))
+        try:
+            seen = []
+            for _ in range(3):
+                target.next_example()
+                keys = target.gateway_defaults()["api_keys"]
+                users = [target.scoped_body({}, n)["user"] for n in (0, 1)]
+                seen.append(list(zip(keys, users, strict=True)))
+        finally:
+            target.close()
+    first = ("k1", signal(0))
+    assert seen == [
+        [first, ("k1", signal(2))],  # the first key with another signal
+        [first, ("k2", signal(1))],  # the second key
+        [first, ("k1", signal(2))],
+    ]
