@@ -48,6 +48,8 @@ OPTION_VALUES = [
     ("--cascade-ready-timeout", "5"),
     ("--cascade-native-bridge", None),
     ("--cascade-store-limits", "max_messages=3"),
+    ("--cascade-caller-scope", "none"),
+    ("--cascade-read-scope", "query:user"),
 ]
 
 
@@ -305,6 +307,27 @@ def test_a_known_failures_file_is_read_relative_to_the_invocation_folder(pyteste
     known = known_file(pytester, ("WIRE-1", None))
     result = run(pytester, "--cascade-target", IMPLEMENTS_NOTHING, "--cascade-known-failures", known.name, "-rs")
     result.assert_outcomes(skipped=len(properties()))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ("--cascade-read-scope", "cookie:sid"),
+            "--cascade-read-scope 'cookie:sid': expected header:NAME or query:NAME (e.g. --cascade-read-scope "
+            "header:x-response-user or --cascade-read-scope query:user)",
+        ),
+        (
+            ("--cascade-caller-scope", "none", "--cascade-read-scope", "query:u"),
+            "--cascade-read-scope carries the caller's per-user signal, and --cascade-caller-scope none sends none",
+        ),
+    ],
+)
+def test_a_bad_scope_option_is_a_usage_error_in_the_plugins_words(
+    pytester: pytest.Pytester, args: tuple[str, ...], message: str
+) -> None:
+    result = run(pytester, "--cascade-target", "http://127.0.0.1:1", *args, "--collect-only")
+    assert _usage_error(result) == f"ERROR: --cascade-target: {message}"
 
 
 def test_an_empty_api_key_among_the_repeated_ones_is_a_usage_error(pytester: pytest.Pytester) -> None:
