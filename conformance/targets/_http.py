@@ -28,6 +28,7 @@ from conformance.targets._http_store import DEFAULT_STORE_LIMITS, HttpStore, par
 from conformance.targets._launch import WIRINGS, LaunchedGateway, LaunchSpec, Wiring, describe_exit
 from conformance.targets._scope import CALLER_SCOPES, DEFAULT_CALLER_SCOPE, Caller, CallerScope, parse_read_scope
 from conformance.targets._sse import sse_events, sse_lines
+from conformance.targets._stale import StaleConnection, once_more_if_stale, stale
 
 if TYPE_CHECKING:
     import openai
@@ -367,6 +368,9 @@ class HttpTarget(DeclaredOperations):
             waited += wait
 
     def _chat_once(self, request: dict[str, Any], api_key: str) -> tuple[dict[str, Any], Mapping[str, str]]:
+        return once_more_if_stale(lambda: self._chat_attempt(request, api_key), self._failed, f"POST {_CHAT_PATH}")
+
+    def _chat_attempt(self, request: dict[str, Any], api_key: str) -> tuple[dict[str, Any], Mapping[str, str]]:
         import openai
 
         client = self._client(api_key)
@@ -390,6 +394,8 @@ class HttpTarget(DeclaredOperations):
         except openai.APITimeoutError:
             raise TargetHung(self._failed(f"no answer to POST {_CHAT_PATH} within {self._timeout():g} s")) from None
         except openai.APIConnectionError as exc:
+            if stale(exc):
+                raise StaleConnection from exc
             reason = exc.__cause__ or exc
             raise TargetError(self._failed(f"POST {_CHAT_PATH} failed: {reason}")) from None
         except (_transport.HTTPError, _transport.StreamError) as exc:
@@ -537,11 +543,20 @@ class HttpTarget(DeclaredOperations):
     def _send_once(
         self, method: str, path: str, headers: Mapping[str, str], sent: Mapping[str, Any]
     ) -> _transport.Response:
+        return once_more_if_stale(
+            lambda: self._send_attempt(method, path, headers, sent), self._failed, f"{method} {path}"
+        )
+
+    def _send_attempt(
+        self, method: str, path: str, headers: Mapping[str, str], sent: Mapping[str, Any]
+    ) -> _transport.Response:
         try:
             return self._http.request(method, self._url + path, headers=headers, timeout=self._timeout(), **sent)
         except _transport.TimeoutException:
             raise TargetHung(self._failed(f"no answer to {method} {path} within {self._timeout():g} s")) from None
         except _transport.HTTPError as exc:
+            if stale(exc):
+                raise StaleConnection from exc
             raise TargetError(self._failed(f"{method} {path} failed: {exc}")) from None
 
     def _timeout(self) -> float:
