@@ -19,7 +19,7 @@ from pathlib import Path
 
 from conformance.cases import CaseFileError, read_case
 from conformance.catalogue import CATALOGUE, FAMILIES
-from conformance.errors import TargetError, TargetSpecError
+from conformance.errors import GatewayGone, TargetError, TargetSpecError
 from conformance.interrupts import InterruptWatch, exit_code_of, say_still_stopping, signal_name, stop_signals_interrupt
 from conformance.known_failures import KnownFailure, KnownFailuresError, apply_known_failure, load_known_failures
 from conformance.operations import HTTP_TARGET_OPERATIONS, OPERATIONS, PROTOCOL_VERSION, capability_schema
@@ -262,9 +262,10 @@ def _run_with_logging_set(args: argparse.Namespace, watch: InterruptWatch) -> in
         shrink=args.shrink,
     )
     info = RunInfo(_kit_version(), args.profile, args.seed, args.shrink, args.max_examples, _now_utc())
-    results, stopped = _run_chosen(chosen, target, options, known, watch)
+    results, stopped, gone = _run_chosen(chosen, target, options, known, watch)
     with watch.shield():  # a signal now must not cut short the report of what finished
-        return _report(args, target, results, replace(info, interrupted=stopped), stopped, watch)
+        code = _report(args, target, results, replace(info, interrupted=stopped), stopped, watch)
+    return EXIT_USAGE if gone else code
 
 
 def _run_chosen(
@@ -273,13 +274,15 @@ def _run_chosen(
     options: RunOptions,
     known: dict[str, KnownFailure],
     watch: InterruptWatch,
-) -> tuple[list[Result], str | None]:
+) -> tuple[list[Result], str | None, bool]:
     """The verdicts of the invariants that finished, and ``interrupted during SO-2: 1 of 7 finished``
     when a stop signal ended the run (the verdict in progress then is dropped: the signal may have
-    reached the target too). The target is closed, and what it launched reaped, either way."""
+    reached the target too), or what became of the launched gateway when it ended during the run
+    (then True: the run exits 2). The target is closed, and what it launched reaped, either way."""
     results: list[Result] = []
     current: Property | None = None
     stopped = None
+    gone = False
     try:
         print(f"target: {target.description}", file=sys.stderr)
         if target_callers(target):
@@ -299,10 +302,14 @@ def _run_chosen(
     except KeyboardInterrupt:
         where = f"during {current.invariant.id}" if current is not None else "between invariants"
         stopped = f"interrupted {where}: {len(results)} of {len(chosen)} finished"
+    except GatewayGone as ended:
+        where = f"during {current.invariant.id}" if current is not None else "between invariants"
+        stopped = f"stopped {where}: {ended}; {len(results)} of {len(chosen)} finished, none judged after it ended"
+        gone = True
     finally:
         with watch.shield():
             target.close()
-    return results, stopped
+    return results, stopped, gone
 
 
 def _report(

@@ -17,6 +17,13 @@ class TargetHung(TargetError):
     so the runner stops the property at this example (no more examples, no shrinking)."""
 
 
+class GatewayGone(BaseException):
+    """The gateway the kit launched is no longer running (it exited, or never held its port while
+    another process answered there). Nothing it answered since can be trusted, so the run stops with
+    exit code 2 and no verdict for the invariant in progress. A BaseException, like an interrupt, so
+    neither a property nor Hypothesis takes it for a verdict."""
+
+
 class TargetSpecError(ValueError):
     """The ``--target`` string cannot be understood."""
 

@@ -269,11 +269,16 @@ class InvariantItem(pytest.Item):
 
         suite = self.config.stash[_SUITE_KEY]
         inv_id = self.prop.invariant.id
-        with hypothesis_storage(suite.cache_dir):
-            if inv_id in suite.pinned:
-                result = replay_case(self.prop, suite.target, suite.pinned[inv_id])
-            else:
-                result = run_property(self.prop, suite.target, suite.options, checkpoint=suite.watch.check)
+        from conformance.errors import GatewayGone
+
+        try:
+            with hypothesis_storage(suite.cache_dir):
+                if inv_id in suite.pinned:
+                    result = replay_case(self.prop, suite.target, suite.pinned[inv_id])
+                else:
+                    result = run_property(self.prop, suite.target, suite.options, checkpoint=suite.watch.check)
+        except GatewayGone as gone:  # nothing judged since it ended can be trusted: the session ends, exit 2
+            pytest.exit(f"stopped during {inv_id}: {gone}", returncode=pytest.ExitCode.INTERRUPTED)
         suite.watch.check()  # a verdict that came back after a stop signal is not to be trusted
         known = suite.known.get(inv_id)
         suite.results.append(apply_known_failure(result, known))

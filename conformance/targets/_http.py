@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from conformance.errors import PreconditionNotMet, TargetError, TargetHung, TargetSpecError
+from conformance.errors import GatewayGone, PreconditionNotMet, TargetError, TargetHung, TargetSpecError
 from conformance.example_tags import tagged
 from conformance.ls_handle import LsHandle
 from conformance.models.img import DEFAULT_HISTORY_BYTES, ENV_HISTORY, EXAMPLE_LIMITS
@@ -324,6 +324,22 @@ class HttpTarget(DeclaredOperations):
 
     def call(self, op: str, **params: Any) -> dict[str, Any]:
         self._before_call(op, params)
+        self._still_launched()
+        try:
+            result = self._call(op, params)
+        except BaseException:
+            self._still_launched()  # what a dead gateway's port answered is no verdict
+            raise
+        self._still_launched()
+        return result
+
+    def _still_launched(self) -> None:
+        """Raise GatewayGone when the gateway the kit launched has ended."""
+        gone = self._gateway.gone() if self._gateway is not None else None
+        if gone is not None:
+            raise GatewayGone(gone)
+
+    def _call(self, op: str, params: dict[str, Any]) -> dict[str, Any]:
         if op == "gateway.chat":
             result = self._chat(params["request"], params["api_key"])
         elif op == "engine.build_send_request":

@@ -141,6 +141,7 @@ class LaunchedGateway:
         spec.check(needs_port=port == 0)
         self.spec = spec
         self.host = host
+        self._fixed_port = port != 0
         try:
             self.port = port or free_port("::1" if host == "::1" else "127.0.0.1")
         except OSError as exc:
@@ -162,6 +163,8 @@ class LaunchedGateway:
 
     def start(self) -> LaunchedGateway:
         try:
+            if self._fixed_port:
+                self._port_is_free()
             values = self._wire()
             self._spawn(values)
             self._wait_ready()
@@ -216,6 +219,19 @@ class LaunchedGateway:
         except OSError as exc:
             raise TargetSpecError(f"--launch {self.spec.command!r}: cannot start {argv[0]!r}: {exc}") from None
 
+    def _port_is_free(self) -> None:
+        """A fixed port another process holds would answer in the gateway's place: refuse to start."""
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind((self.host, self.port))
+            except OSError as exc:
+                raise TargetError(
+                    f"port {self.port} on {self.host} is taken ({exc.strerror or exc}): another process would answer "
+                    "in the gateway's place; stop it, or give port 0 in the target URL so the kit picks a free one"
+                ) from None
+
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.spec.ready_timeout_s
         while not self._answers_http(deadline):
@@ -226,6 +242,8 @@ class LaunchedGateway:
                     f"{self.spec.ready_timeout_s:g} s (--ready-timeout){self._tail_note()}"
                 )
             time.sleep(_POLL_S)
+        # Something answered: it must be the process the kit launched, still running.
+        self._still_running(f"while something else answered on port {self.port}")
         if self._standin is None:
             return
         while not self._standin.ready():
@@ -268,6 +286,15 @@ class LaunchedGateway:
         """None while the gateway runs (or before it started); its exit code once it ended (negative:
         the signal that ended it)."""
         return self._proc.poll() if self._proc is not None else None
+
+    def gone(self) -> str | None:
+        """None while the launched gateway runs; once it has ended, how, with the end of its output."""
+        code = self.exit_code()
+        if code is None or self._stopped:
+            return None
+        last = self.output_tail(1)
+        said = f"; its last words: {last!r}" if last else "; it wrote nothing"
+        return f"{self._name()} {describe_exit(code)} during the run{said} (all of it: gateway-output.log)"
 
     def output(self) -> str:
         """Everything the gateway wrote to stdout and stderr so far (kept after stop())."""

@@ -11,13 +11,16 @@ import json
 import locale
 import shlex
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from conformance.cli import main
 from tests.conformance.cli_support import NOTHING, PASSES, REFERENCE, TELLS_TARGET, only_these, toy
+from tests.conformance.targets_support import echo_server
 from tests.support import echo_gateway
 
 ECHO = Path(echo_gateway.__file__).resolve()
@@ -165,3 +168,65 @@ def test_a_launched_gateways_output_is_kept_as_utf_8_whatever_the_locale(
     assert main([*argv, "--report", str(tmp_path)]) == 0
     assert (tmp_path / "gateway-output.log").read_text(encoding="utf-8").startswith("gateway — prêt\n")
     capsys.readouterr()
+
+
+def _asks_to_die(target: Any, case: dict[str, Any], evidence: Any) -> None:
+    target.call("gateway.chat", request={"model": "die", "messages": []}, api_key="k")
+
+
+def test_a_launched_gateway_that_ends_during_the_run_stops_it_with_exit_2_and_no_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    only_these(monkeypatch, toy("WIRE-1", PASSES), toy("WIRE-2", _asks_to_die), toy("WIRE-3", PASSES))
+    launch = shlex.join([sys.executable, str(ECHO), "--port", "{port}"])
+    argv = ["run", "--target", "http://127.0.0.1:0", "--launch", launch, "--ls-wiring", "none"]
+    assert main([*argv, "--report", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert [line.split()[:2] for line in captured.out.splitlines() if line.startswith("WIRE-")] == [["WIRE-1", "pass"]]
+    assert captured.err.splitlines()[-1] == (
+        f"stopped during WIRE-2: the gateway ({launch}) exited with code 5 during the run; its last words: "
+        "'echo-gateway: asked to die, exiting with code 5' (all of it: gateway-output.log); 1 of 3 finished, none "
+        "judged after it ended"
+    )
+    assert not (tmp_path / "cases").exists()  # no case file: nothing was judged after it ended
+    assert "**Stopped early**: stopped during WIRE-2" in (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert "asked to die" in (tmp_path / "gateway-output.log").read_text(encoding="utf-8")
+
+
+@pytest.fixture
+def held_port() -> Iterator[int]:
+    """A loopback port an older instance holds: it answers GET /v1/models like a gateway."""
+    with echo_server() as (url, _):
+        yield int(url.rsplit(":", 1)[1])
+
+
+def test_a_fixed_port_another_process_holds_is_refused_before_anything_starts(
+    held_port: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    launch = shlex.join([sys.executable, str(ECHO), "--port", "{port}"])
+    argv = ["run", "--target", f"http://127.0.0.1:{held_port}", "--launch", launch, "--ls-wiring", "none"]
+    assert main([*argv, "--only", "WIRE-1", "--report", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"cascade-conformance: the target failed to start: port {held_port} on 127.0.0.1 is taken (Address already "
+        "in use): another process would answer in the gateway's place; stop it, or give port 0 in the target URL "
+        "so the kit picks a free one"
+    )
+
+
+def _asks_after_a_while(target: Any, case: dict[str, Any], evidence: Any) -> None:
+    time.sleep(2)  # the launched shell has exited by now; its background server still answers
+    target.call("gateway.chat", request={"model": "m", "messages": []}, api_key="k")
+
+
+def test_what_answers_after_the_launched_process_exited_is_never_judged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    only_these(monkeypatch, toy("WIRE-1", _asks_after_a_while))
+    server = shlex.join([sys.executable, str(ECHO), "--port", "{port}"])
+    launch = shlex.join(["sh", "-c", f"{server} & sleep 0.3; echo 'listen EADDRINUSE'; exit 3"])
+    argv = ["run", "--target", "http://127.0.0.1:0", "--launch", launch, "--ls-wiring", "none"]
+    assert main([*argv, "--report", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"stopped during WIRE-1: the gateway ({launch}) exited with code 3 during the run; its last words: "
+        "'listen EADDRINUSE' (all of it: gateway-output.log); 0 of 1 finished, none judged after it ended"
+    )

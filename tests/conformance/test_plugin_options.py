@@ -110,6 +110,16 @@ def test_a_target_that_fails_to_start_is_a_usage_error(pytester: pytest.Pytester
     assert line == "ERROR: --cascade-target: the target failed to start: the gateway did not answer on 127.0.0.1:9"
 
 
+def test_a_gateway_that_ends_during_the_session_ends_it_with_exit_2(pytester: pytest.Pytester) -> None:
+    target = "python:tests.support.plugin_targets:ends_mid_run"
+    result = run(pytester, "--cascade-target", target, "--cascade-only", "WIRE-1,WIRE-2")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(
+        ["*stopped during WIRE-1: the gateway (gw --port 1) exited with code 5 during the run; its last words: 'bye'*"]
+    )
+    result.assert_outcomes()  # no verdict: neither invariant passed, failed or was skipped
+
+
 @pytest.mark.parametrize(
     ("option", "value"),
     [(o, v) for o, v in OPTION_VALUES if o.removeprefix("--cascade-") not in ("only", "known-failures", "no-shrink")],

@@ -12,7 +12,7 @@
   comment, two data events (the first with ``event:`` and ``id:`` fields, the second on two ``data:``
   lines, without the optional space) and ``data: [DONE]``; model
   ``bad`` answers 400 with an OpenAI error body, model ``text-error`` 502 with a plain-text body,
-  model ``slow`` after 5 s.
+  model ``slow`` after 5 s; model ``die`` ends the process (exit code 5) without an answer.
 
 With ``LS_BINARY`` set it spawns that binary as its language server, the way gateways do:
 ``[binary, --server_port=N, --csrf_token=T]`` with a scrubbed environment, and on SIGTERM stops it
@@ -90,6 +90,9 @@ class Handler(BaseHTTPRequestHandler):
             self._json(200, COMPLETION)
         elif body.get("model") == "text-error":
             self._send(502, b"upstream broke", "text/plain")
+        elif body.get("model") == "die":
+            print("echo-gateway: asked to die, exiting with code 5", file=sys.stderr, flush=True)
+            os._exit(5)
         elif body.get("stream") is True:
             self._stream()
         else:
