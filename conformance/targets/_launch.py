@@ -137,8 +137,12 @@ class LaunchedGateway:
     """A running gateway: :meth:`start` wires the LS side, starts the command and waits until it
     answers HTTP (and, with spawn, until the stand-in it started answers); :meth:`stop` ends it."""
 
-    def __init__(self, spec: LaunchSpec, *, host: str, port: int) -> None:
+    def __init__(self, spec: LaunchSpec, *, host: str, port: int, own_port: bool = True) -> None:
+        """``own_port``: the launched process must hold its port (a fixed port is free before the launch,
+        and the process still runs once something answers there); off only where a test answers HTTP
+        from a server of its own to try the launch mechanics."""
         spec.check(needs_port=port == 0)
+        self._own_port = own_port
         self.spec = spec
         self.host = host
         self._fixed_port = port != 0
@@ -163,7 +167,7 @@ class LaunchedGateway:
 
     def start(self) -> LaunchedGateway:
         try:
-            if self._fixed_port:
+            if self._fixed_port and self._own_port:
                 self._port_is_free()
             values = self._wire()
             self._spawn(values)
@@ -242,8 +246,8 @@ class LaunchedGateway:
                     f"{self.spec.ready_timeout_s:g} s (--ready-timeout){self._tail_note()}"
                 )
             time.sleep(_POLL_S)
-        # Something answered: it must be the process the kit launched, still running.
-        self._still_running(f"while something else answered on port {self.port}")
+        if self._own_port:  # something answered: it must be the process the kit launched, still running
+            self._still_running(f"while something else answered on port {self.port}")
         if self._standin is None:
             return
         while not self._standin.ready():

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from conformance.cli import main
-from conformance.errors import TargetError, TargetSpecError
+from conformance.errors import GatewayGone, TargetError, TargetSpecError
 from conformance.targets import HttpOptions, HttpTarget, LaunchedGateway, LaunchSpec
 from conformance.targets import load_target as load_any_target
 from conformance.targets._launch import KIT_CSRF_TOKEN, free_port
@@ -347,12 +347,14 @@ def test_nothing_listening_is_a_clear_error() -> None:
         load_target(f"http://127.0.0.1:{free_port()}", HttpOptions())
 
 
-def test_a_gateway_that_died_makes_chat_an_error_naming_its_end() -> None:
+def test_a_gateway_that_died_ends_the_run_naming_its_end() -> None:
     target = load_target("http://127.0.0.1:0", HttpOptions(launch=LaunchSpec(DIAL)))
     try:
         os.kill(get_json(target.url + "/wiring")["pid"], signal.SIGKILL)
         time.sleep(0.2)
-        with pytest.raises(TargetError, match=r"POST /v1/chat/completions failed: .*the gateway was ended by SIGKILL"):
+        with pytest.raises(
+            GatewayGone, match=r"^the gateway \(.*\) was ended by SIGKILL during the run; its last words"
+        ):
             target.call("gateway.chat", request=REQUEST, api_key="k1")
     finally:
         target.close()
