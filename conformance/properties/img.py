@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,7 @@ from conformance.models.img import (
     ENV_IMAGES,
     MARKER_RE,
     MODEL_UID,
+    PLACEHOLDER,
     Model,
     Slot,
     env_limit,
@@ -123,24 +125,35 @@ def counters_of(sent: Sent, evidence: Evidence) -> tuple[int, dict[str, int]] | 
 
 
 def check_lines(sent: Sent, expected: Model, ordinal_of: Callable[[Slot], int | None]) -> None:
-    """Each replayed turn's text (markers in place of attached blocks, the placeholder for the
-    others) appears in the prompt, oldest first, and the current turn's text after them. Only the
-    texts are judged, inside whatever framing the gateway puts around turns (role lines, tags, its
-    own system and identity lines): no statement asks for a framing."""
+    """Each replayed turn's text (markers in place of attached blocks, a placeholder of the gateway's
+    own wording for the others) appears in the prompt, oldest first, and the current turn's text after
+    them. Only the texts are judged, inside whatever framing the gateway puts around turns (role
+    lines, tags, its own system and identity lines): no statement asks for a framing, nor for the
+    placeholder's words; a placeholder only must not be a marker (an image it says is attached)."""
     text = _unescaped(sent.text)
     at = 0
     for body in map(_unescaped, expected.bodies(ordinal_of)):
-        found = text.find(body, at)
-        assert found >= 0, (
+        found = _turn_text(body).search(text, at)
+        assert found is not None, (
             f"a replayed turn is not in the prompt as expected (attached blocks as markers, the rest as "
             f"placeholders)\n  expected text: {body!r}\n  prompt from offset {at}: {text[at:][:600]!r}"
         )
-        at = found + len(body)
+        at = found.end()
     current = _unescaped(expected.current_text)
     assert text.find(current, at) >= 0, (
         f"the current turn's text {current!r} is not in the prompt after the replayed turns; the prompt from "
         f"offset {at}: {text[at:][:600]!r}"
     )
+
+
+# What stands for an image that is not attached: any text of the gateway's own, but never a marker.
+_ANY_PLACEHOLDER = r"(?:(?!\[Image #\d+ attached to this request)[\s\S])*?"
+
+
+def _turn_text(body: str) -> re.Pattern[str]:
+    """``body`` (the model's text, with the seed's placeholder) as a pattern that takes any wording of
+    the placeholder that is not a marker."""
+    return re.compile(_ANY_PLACEHOLDER.join(re.escape(piece) for piece in body.split(PLACEHOLDER)))
 
 
 def _unescaped(text: str) -> str:

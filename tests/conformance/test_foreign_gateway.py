@@ -27,6 +27,7 @@ from conformance.models.store import ARGUMENTS_TRUNCATION_JSON, NOTICE, TRUNCATI
 from fakels.scenario import Chunk, Fault, Scenario, ToolCall, Turn, Usage
 from fakels.server import FakeLSThread
 from tests.support.foreigngw import store as fgw_store
+from tests.support.foreigngw.prompt import PLACEHOLDER as FGW_PLACEHOLDER
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "foreigngw-test-csrf"
@@ -368,7 +369,7 @@ def test_tools_keep_history_images_as_placeholders(full: Gateway, fake: FakeLSTh
     (request,) = sends(fake)
     assert "images" not in request
     assert planner_mode(request) == img.PLANNER_NO_TOOL
-    assert "User: look" + img.PLACEHOLDER in send_text(request)
+    assert "User: look" + FGW_PLACEHOLDER in send_text(request)
     assert '<fgw_call name="NAME">' in send_text(request)
     assert "- get_weather: The weather." in send_text(request)
 
@@ -394,7 +395,7 @@ def test_history_images_follow_the_kits_model(full: Gateway, fake: FakeLSThread)
     assert field6(request) == expected.field6 == ["img12", "img14"]
     assert expected.first_included == 2
     assert "oldest" not in send_text(request)
-    assert "User: second" + img.MARKER.format(n=1) + img.PLACEHOLDER in send_text(request)
+    assert "User: second" + img.MARKER.format(n=1) + FGW_PLACEHOLDER in send_text(request)
     assert "User: third" + img.MARKER.format(n=2) in send_text(request)
 
 
@@ -571,7 +572,7 @@ def test_defects_switch_the_seed_behaviours_back_on(defective: Gateway, fake: Fa
     defective.chat({"messages": _picture_case()})
     (request,) = sends(fake)
     assert "images" not in request
-    assert "User: look" + img.PLACEHOLDER in send_text(request)
+    assert "User: look" + FGW_PLACEHOLDER in send_text(request)
     script(fake, text_turn("not json"))
     unchecked = defective.chat({"messages": [user("json please")], "response_format": SCHEMA})
     assert unchecked.json()["choices"][0]["message"]["content"] == "not json"

@@ -34,7 +34,7 @@ from tests.support.foreigngw.markup import ToolSpec, preamble
 
 INTRO = "You are FGW, a helpful coding assistant."
 IDENTITY = "Identity: foreigngw/1.0 (model: {model})"
-PLACEHOLDER = "[Image omitted from text history]"
+PLACEHOLDER = "[image not shown]"  # its own wording: no statement asks for the seed's
 MARKER = "[Image #{n} attached to this request \u2014 from an earlier turn]"
 
 
