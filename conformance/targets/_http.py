@@ -12,7 +12,6 @@ import inspect
 import json
 import sys
 import time
-import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,7 @@ from conformance.refusals import refusal, wait_hint
 from conformance.targets._base import DeclaredOperations, check_result, observed
 from conformance.targets._http_store import DEFAULT_STORE_LIMITS, HttpStore, parse_store_limits
 from conformance.targets._launch import WIRINGS, LaunchedGateway, LaunchSpec, Wiring, describe_exit
+from conformance.targets._loopback import loopback_url
 from conformance.targets._scope import CALLER_SCOPES, DEFAULT_CALLER_SCOPE, Caller, CallerScope, parse_read_scope
 from conformance.targets._sse import sse_events, sse_lines
 from conformance.targets._stale import StaleConnection, once_more_if_stale, stale
@@ -47,7 +47,6 @@ DEFAULT_RATE_LIMIT_WAIT_S = 60.0
 MAX_RATE_LIMIT_WAIT_S = 3600.0
 # The open probe of an external gateway waits at most this long (or the request timeout, when shorter).
 PROBE_TIMEOUT_S = 10.0
-LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
 # The stream deadline's clock (module-level, so a test can put a reading exactly on the boundary),
 # and the rate-limit wait's sleep (so a test can count the waits without taking them).
 _clock = time.monotonic
@@ -84,36 +83,6 @@ class HttpOptions:
     rate_limit_wait_s: float = DEFAULT_RATE_LIMIT_WAIT_S
     # The per-user signal every request carries, and where bodyless requests carry it.
     caller_scope: CallerScope = field(default_factory=CallerScope)
-
-
-def loopback_url(text: str) -> tuple[str, int]:
-    """``(host, port)`` of an ``http://HOST:PORT`` target URL; anything else is a usage error."""
-    parts = urllib.parse.urlsplit(text)
-    if parts.scheme == "https":
-        raise TargetSpecError(
-            f"{text!r}: https is not supported: the kit talks plain HTTP to a gateway on loopback "
-            "(http://127.0.0.1:PORT)"
-        )
-    if parts.scheme != "http":
-        raise TargetSpecError(f"{text!r}: an HTTP target is http://HOST:PORT")
-    try:
-        port = parts.port
-    except ValueError as exc:
-        raise TargetSpecError(f"{text!r}: bad port: {exc}") from None
-    host = parts.hostname or ""
-    if host not in LOOPBACK_HOSTS:
-        raise TargetSpecError(
-            f"{text!r}: {host or 'no host'} is not loopback; the kit never leaves this machine "
-            f"(use {', '.join(LOOPBACK_HOSTS)})"
-        )
-    if port is None:
-        raise TargetSpecError(f"{text!r}: give the port, e.g. http://{host}:8080 (or port 0 with --launch)")
-    if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username or parts.password:
-        raise TargetSpecError(
-            f"{text!r}: give the gateway's root, http://{host}:{port}, without a path, query or user (the kit "
-            "calls /v1/... itself)"
-        )
-    return host, port
 
 
 def http_options(

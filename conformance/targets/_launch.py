@@ -66,6 +66,9 @@ class LaunchSpec:
     wiring: Wiring = "dial"
     ready_timeout_s: float = 30.0
     csrf_token: str = KIT_CSRF_TOKEN
+    # The launched process must hold its port (see LaunchedGateway); off only in tests of the launch
+    # mechanics that answer HTTP from a server of their own.
+    own_port: bool = True
 
     def words(self) -> list[str]:
         """The command split into words; a usage error when it cannot be split or is empty."""
@@ -137,12 +140,12 @@ class LaunchedGateway:
     """A running gateway: :meth:`start` wires the LS side, starts the command and waits until it
     answers HTTP (and, with spawn, until the stand-in it started answers); :meth:`stop` ends it."""
 
-    def __init__(self, spec: LaunchSpec, *, host: str, port: int, own_port: bool = True) -> None:
-        """``own_port``: the launched process must hold its port (a fixed port is free before the launch,
-        and the process still runs once something answers there); off only where a test answers HTTP
-        from a server of its own to try the launch mechanics."""
+    def __init__(self, spec: LaunchSpec, *, host: str, port: int, own_port: bool | None = None) -> None:
+        """``own_port`` (default: the spec's): the launched process must hold its port (a fixed port is
+        free before the launch, and the process still runs once something answers there); off only
+        where a test answers HTTP from a server of its own to try the launch mechanics."""
         spec.check(needs_port=port == 0)
-        self._own_port = own_port
+        self._own_port = spec.own_port if own_port is None else own_port
         self.spec = spec
         self.host = host
         self._fixed_port = port != 0

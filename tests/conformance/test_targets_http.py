@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from conformance.errors import PreconditionNotMet, TargetError, TargetSpecError
+from conformance.errors import GatewayGone, PreconditionNotMet, TargetError, TargetSpecError
 from conformance.example_tags import TAG_RE
 from conformance.targets import HttpOptions, HttpTarget, LaunchedGateway, LaunchSpec, _http, load_target
 from conformance.targets._launch import free_port
@@ -92,7 +92,7 @@ def test_without_a_ledger_path_only_chat_is_offered(echo: tuple[str, Log]) -> No
 
 def test_a_launch_without_ls_wiring_offers_no_wire_operations(echo: tuple[str, Log]) -> None:
     port = int(echo[0].rsplit(":", 1)[1])
-    launch = LaunchSpec(command="sleep 30", wiring="none", ready_timeout_s=5)
+    launch = LaunchSpec(command="sleep 30", wiring="none", ready_timeout_s=5, own_port=False)
     target = HttpTarget(f"http://127.0.0.1:{port}", HttpOptions(launch=launch))
     try:
         assert target.operations() == frozenset({"gateway.chat"})
@@ -105,7 +105,7 @@ def test_a_launch_without_ls_wiring_offers_no_wire_operations(echo: tuple[str, L
 
 def test_a_dial_wired_launch_offers_the_wire_and_store_operations(echo: tuple[str, Log]) -> None:
     port = int(echo[0].rsplit(":", 1)[1])
-    launch = LaunchSpec(command="sh -c 'exec sleep 30' {ls_address} {csrf_token}", ready_timeout_s=5)
+    launch = LaunchSpec(command="sh -c 'exec sleep 30' {ls_address} {csrf_token}", ready_timeout_s=5, own_port=False)
     limits = {"max_messages": 3, "max_entry_bytes": 9}
     target = HttpTarget(f"http://localhost:{port}", HttpOptions(launch=launch, store_limits=limits))
     try:
@@ -122,6 +122,8 @@ def test_a_dial_wired_launch_offers_the_wire_and_store_operations(echo: tuple[st
 
 # A gateway's own settings beside the one limit of the kit's examples it was launched with: only the
 # limits the kit names (the history-image caps, the history budget) are compared with an example's.
+# A "gateway" that only sleeps: the echo server of this module answers in its place (own_port off).
+SLEEPS = "sh -c 'exec sleep 30' {ls_address}"
 _GATEWAY_ENV = {
     "CASCADE_MAX_HISTORY_IMAGE_BYTES": "900",
     "CASCADE_POLL_INTERVAL_MS": "5",
@@ -145,7 +147,9 @@ def test_builds_need_the_kits_limits_the_gateway_was_launched_with(
     echo: tuple[str, Log], launched: Callable[..., HttpTarget], example_env: dict[str, str], differing: str
 ) -> None:
     port = int(echo[0].rsplit(":", 1)[1])
-    launch = LaunchSpec(command="sh -c 'exec sleep 30' {ls_address}", env=_GATEWAY_ENV, ready_timeout_s=5)
+    launch = LaunchSpec(
+        command="sh -c 'exec sleep 30' {ls_address}", env=_GATEWAY_ENV, ready_timeout_s=5, own_port=False
+    )
     target = launched(f"http://127.0.0.1:{port}", HttpOptions(launch=launch))
     assert target.fixed_env() == {"CASCADE_MAX_HISTORY_IMAGE_BYTES": "900"}
     params = {"messages": REQUEST["messages"], "model_uid": "u", "tool_preamble": "", "native_mode": False}
@@ -164,7 +168,9 @@ def test_a_build_with_the_launch_limits_is_sent_as_a_client_would_send_it(
     prefix) are not compared; the request carries no sampling parameter a gateway may refuse: the
     example is made unique by a tag in front of its first message's text."""
     port = int(echo[0].rsplit(":", 1)[1])
-    launch = LaunchSpec(command="sh -c 'exec sleep 30' {ls_address}", env=_GATEWAY_ENV, ready_timeout_s=5)
+    launch = LaunchSpec(
+        command="sh -c 'exec sleep 30' {ls_address}", env=_GATEWAY_ENV, ready_timeout_s=5, own_port=False
+    )
     target = launched(f"http://127.0.0.1:{port}", HttpOptions(launch=launch))
     params = {"messages": REQUEST["messages"], "model_uid": "u", "tool_preamble": "", "native_mode": False}
     bodies: list[dict[str, Any]] = []
@@ -195,7 +201,7 @@ def test_a_launched_gateways_failures_say_whether_it_still_runs(echo: tuple[str,
     port = int(echo[0].rsplit(":", 1)[1])
     go = tmp_path / "go"
     script = f"while [ ! -e {go} ]; do sleep 0.02; done; echo bye; exit 7"
-    launch = LaunchSpec(command=f"sh -c '{script}' {{ls_address}}", ready_timeout_s=5)
+    launch = LaunchSpec(command=f"sh -c '{script}' {{ls_address}}", ready_timeout_s=5, own_port=False)
     target = HttpTarget(f"http://127.0.0.1:{port}", HttpOptions(launch=launch, request_timeout_s=0.2))
     slow = {"model": "slow", "messages": []}
     try:
@@ -209,11 +215,11 @@ def test_a_launched_gateways_failures_say_whether_it_still_runs(echo: tuple[str,
         while target.launch_output() != "bye\n" and time.monotonic() < deadline:
             time.sleep(0.02)
         time.sleep(0.2)  # from its last line to its exit
-        with pytest.raises(TargetError) as info:
+        with pytest.raises(GatewayGone) as gone:  # what answers its port now is not the gateway: no verdict
             target.call("gateway.chat", request=slow, api_key="k1")
-        assert str(info.value) == (
-            f"{target.description}: no answer to POST /v1/chat/completions within 0.2 s; the gateway exited with "
-            "code 7; its output ends:\nbye"
+        assert str(gone.value) == (
+            f"the gateway (sh -c '{script}' {{ls_address}}) exited with code 7 during the run; its last words: 'bye' "
+            "(all of it: gateway-output.log)"
         )
     finally:
         target.close()

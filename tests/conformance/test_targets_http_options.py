@@ -16,9 +16,9 @@ from conformance.targets._http import (
     DEFAULT_REQUEST_TIMEOUT_S,
     PROBE_TIMEOUT_S,
     _body,
-    loopback_url,
 )
 from conformance.targets._http_store import DEFAULT_STORE_LIMITS, MAX_BODY_BYTES, answer_text, parse_store_limits
+from conformance.targets._loopback import loopback_url
 from conformance.targets._sse import sse_events
 
 ROOT = "without a path, query or user (the kit calls /v1/... itself)"
