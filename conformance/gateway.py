@@ -75,7 +75,8 @@ class GatewayUnderTest:
         answer = self.target.call("gateway.chat", request=body, api_key=self.api_keys[caller % len(self.api_keys)])
         result = ChatAnswer(answer["status"], answer.get("body"), answer.get("events"))
         self.exchanges.append({"request": excerpt(body), "caller": caller, "answer": result.summary()})
-        refused = refusal("POST /v1/chat/completions", result.status, result.body, waited_s=_waited(self.target))
+        said = result.events if result.streamed else result.body
+        refused = refusal("POST /v1/chat/completions", result.status, said, waited_s=_waited(self.target))
         if refused is not None:
             raise refused
         return result

@@ -330,7 +330,7 @@ class HttpTarget(DeclaredOperations):
         """One chat request; a rate limit is waited out (:meth:`_waiting`), the last answer returned."""
         return self._waiting(
             lambda: self._chat_once(request, api_key),
-            lambda answer: (answer[0]["status"], answer[1], answer[0].get("body")),
+            lambda answer: (answer[0]["status"], answer[1], answer[0].get("body", answer[0].get("events"))),
             "the gateway",
         )[0]
 
@@ -346,7 +346,8 @@ class HttpTarget(DeclaredOperations):
                 self.waited_s = waited
                 return answer
             say(
-                f"  {who} answered {status} (rate limited): waiting {wait:.1f} s as it asks, then trying again "
+                f"  {who} answered {status} ({'rate limited' if status >= 300 else 'a transient error inside'}): "
+                f"waiting {wait:.1f} s as it asks, then trying again "
                 f"({self._options.rate_limit_wait_s - waited - wait:.0f} s of --rate-limit-wait left)"
             )
             _sleep(wait)
@@ -466,7 +467,8 @@ class HttpTarget(DeclaredOperations):
             body["tools"] = [{"type": "function", "function": tool}]
         first = self._callers[0]
         answer = self._chat(self._scope.body(body, first), first.api_key)
-        refused = refusal(f"POST {_CHAT_PATH}", answer["status"], answer.get("body"), waited_s=self.waited_s)
+        said = answer.get("body", answer.get("events"))
+        refused = refusal(f"POST {_CHAT_PATH}", answer["status"], said, waited_s=self.waited_s)
         if refused is not None:
             raise refused
         entries = handle.journal()

@@ -31,7 +31,17 @@ COOLING = {"error": {"message": "account cooling down", "type": "rate_limit_erro
         (429, {}, {"retry_after_ms": -5}, DEFAULT_WAIT_S),  # nonsense is no hint
         (429, {}, {"retry_after_ms": True}, DEFAULT_WAIT_S),
         (429, {}, {"retry_after_ms": float("nan")}, DEFAULT_WAIT_S),
-        (200, {"Retry-After": "3"}, COOLING, None),
+        # A 2xx carrying an error that says "later" (issue 40 §1): the wait it states, never Retry-After.
+        (200, {"Retry-After": "3"}, COOLING, 18.25),
+        (200, {}, {"error": {"type": "rate_limit_error", "message": "retry in 15 s"}}, 15.0),
+        (200, {}, {"error": {"type": "x", "message": "all accounts busy, try again in 250 ms"}}, 0.25),
+        (200, {}, {"error": {"message": "Rate limit reached; retry after 3.5 seconds"}}, 3.5),
+        (200, {}, {"error": {"code": "overloaded"}}, DEFAULT_WAIT_S),
+        (200, {}, ['{"choices": []}', '{"error": {"type": "overloaded_error", "retry_after": 2}}', "[DONE]"], 2.0),
+        (200, {}, {"error": {"message": "the upstream model refused", "type": "invalid_request_error"}}, None),
+        (200, {}, {"error": {"code": "STRUCTURED_OUTPUT_NOT_CONFORMING", "message": "retry in 2 s"}}, None),
+        (200, {}, ['{"choices": []}', "not json", "[DONE]"], None),
+        (200, {}, {"choices": []}, None),
         (400, {}, COOLING, None),
         (500, {"Retry-After": "3"}, {}, None),
     ],
@@ -95,6 +105,8 @@ def test_a_refusal_leaves_the_example_unjudged_with_the_answer(
     ("status", "body"),
     [
         (200, {"choices": []}),
+        (200, ['{"error": {"code": "STRUCTURED_OUTPUT_NOT_CONFORMING", "type": "rate_limit_error"}}']),
+        (200, {"error": {"message": "bad key", "type": "authentication_error"}}),
         (399, {}),
         (500, {"error": {"message": "boom"}}),
         (502, {"error": {"code": "upstream_error"}}),

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from conformance.errors import TargetSpecError
+from conformance.errors import TargetSpecError, TransientRefusal
+from conformance.refusals import refusal
 from conformance.targets import HttpOptions, HttpTarget, _http, http_options
 from conformance.targets._scope import Caller
 from tests.conformance.targets_support import _serving
@@ -29,7 +30,7 @@ class _Queue(BaseHTTPRequestHandler):
     """Answers each request with the next queued answer; the last one stays."""
 
     protocol_version = "HTTP/1.1"
-    queue: list[tuple[int, dict[str, str], dict[str, Any]]] = []
+    queue: list[tuple[int, dict[str, str], Any]] = []
     seen: list[str] = []
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -39,13 +40,17 @@ class _Queue(BaseHTTPRequestHandler):
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         status: int
         headers: dict[str, str]
-        body: dict[str, Any]
+        body: Any
         if self.path == "/v1/models":  # the target's probe at open
             status, headers, body = 200, {}, {"data": []}
         else:
             self.seen.append(self.path)
             status, headers, body = self.queue.pop(0) if len(self.queue) > 1 else self.queue[0]
-        content = json.dumps(body).encode()
+        if isinstance(body, list):  # an event stream: each item one event's data
+            content = "".join(f"data: {data}\n\n" for data in body).encode()
+            headers = {"Content-Type": "text/event-stream", **headers}
+        else:
+            content = json.dumps(body).encode()
         self.send_response(status)
         for name, value in {"Content-Type": "application/json", **headers}.items():
             self.send_header(name, value)
@@ -57,7 +62,7 @@ class _Queue(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def queued(*answers: tuple[int, dict[str, str], dict[str, Any]]) -> Iterator[tuple[str, list[str]]]:
+def queued(*answers: tuple[int, dict[str, str], Any]) -> Iterator[tuple[str, list[str]]]:
     handler: type[_Queue] = type("Queued", (_Queue,), {"queue": list(answers), "seen": []})
     with _serving(handler) as url:
         yield url, handler.seen
@@ -146,3 +151,54 @@ def test_a_wait_budget_outside_0_to_an_hour_is_a_usage_error(given: float) -> No
     with pytest.raises(TargetSpecError) as info:
         http_options("http://127.0.0.1:9", rate_limit_wait_s=given)
     assert str(info.value) == f"--rate-limit-wait is seconds from 0 (never wait) to 3600, got {given:g}"
+
+
+# ---------------------------------------------------------------------- a transient error inside a 2xx
+
+BUSY = {"message": "all accounts temporarily unavailable, retry in 15 s", "type": "rate_limit_error"}
+FRAME = json.dumps(
+    {"id": "c1", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": "ok"}}]}
+)
+
+
+def test_an_error_body_in_a_200_that_says_later_is_waited_out_as_its_text_asks(
+    slept: list[float], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with queued((200, {}, {"error": BUSY}), (200, {}, COMPLETION)) as (url, seen):
+        _, answer = chat(url, budget=60)
+    assert answer == {"status": 200, "body": COMPLETION}
+    assert slept == [15.0]
+    assert seen == ["/v1/chat/completions"] * 2
+    assert capsys.readouterr().err.splitlines() == [
+        "  the gateway answered 200 (a transient error inside): waiting 15.0 s as it asks, then trying again (45 s "
+        "of --rate-limit-wait left)"
+    ]
+
+
+def test_an_error_event_in_a_stream_that_says_later_is_waited_out_too(slept: list[float]) -> None:
+    busy = json.dumps({"error": {"message": "overloaded", "type": "overloaded_error", "retry_after_ms": 2500}})
+    with queued((200, {}, [busy, "[DONE]"]), (200, {}, [FRAME, "[DONE]"])) as (url, _):
+        target = HttpTarget(url, HttpOptions(rate_limit_wait_s=10))
+        try:
+            answer = target.call("gateway.chat", request=REQUEST | {"stream": True}, api_key="k")
+        finally:
+            target.close()
+    assert answer == {"status": 200, "events": [FRAME, "[DONE]"]}
+    assert slept == [2.5]
+
+
+def test_a_transient_error_past_the_budget_leaves_the_example_unjudged(slept: list[float]) -> None:
+    busy = json.dumps({"error": BUSY})
+    with queued((200, {}, [FRAME, busy, "[DONE]"])) as (url, _):
+        target = HttpTarget(url, HttpOptions(rate_limit_wait_s=20))
+        try:
+            answer = target.call("gateway.chat", request=REQUEST | {"stream": True}, api_key="k")
+        finally:
+            target.close()
+    assert slept == [15.0]  # a second wait of 15 s would overrun the budget of 20
+    refused = refusal("POST /v1/chat/completions", answer["status"], answer["events"], waited_s=15.0)
+    assert isinstance(refused, TransientRefusal)
+    assert refused.reason == (
+        "POST /v1/chat/completions answered 200 with an error inside: all accounts temporarily unavailable, retry in "
+        "15 s (still, after waiting 15.0 s; --rate-limit-wait sets the budget)"
+    )
