@@ -233,3 +233,22 @@ def test_each_scoped_defect_fails_for_a_scoped_caller_and_is_not_checkable_for_a
     reason = out.split(f"{row} ", 1)[1].split("\n\n", 1)[0]
     assert "--caller-scope" in reason, out  # the hint
     assert code == 1, out
+
+
+# ---------------------------------------------------------------------- a busy gateway
+# One upstream account: after every few turns it cools down, answering a 200 whose only content is an
+# error frame with its wait in the message text ("retry in 1 s"), or 429 with retry_after_ms. The kit
+# waits those out: the correct rows hold, with no fail and no error.
+_BUSY = ("FGW_BUSY_EVERY=4", "FGW_COOLDOWN_S=0.5")
+
+
+@pytest.mark.parametrize("families", ["OFF,SO,ACC"])
+def test_a_busy_gateway_is_waited_out_and_judged_as_an_idle_one(
+    families: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, verdicts, out = run(tmp_path, capsys, families, *_BUSY)
+    assert verdicts == FULL[families], out
+    assert code == 0, out
+    log = (tmp_path / "gateway-output.log").read_text(encoding="utf-8")
+    assert "busy: answered 429" in log, log[-2000:]  # both kinds of busy answer were met and waited out
+    assert "busy: answered an in-band error" in log, log[-2000:]

@@ -18,6 +18,7 @@ from types import FrameType
 from typing import Any, ClassVar
 
 from tests.support.foreigngw import chat, responses, scope
+from tests.support.foreigngw.busy import Busy
 from tests.support.foreigngw.http_io import GatewayError, bad_request, dumps, error_body, log, not_found
 from tests.support.foreigngw.lsclient import LsClient
 from tests.support.foreigngw.runner import Runner
@@ -37,6 +38,7 @@ class App:
         self.ls = LsClient(settings)
         self.runner = Runner(settings, self.ls)
         self.store = ResponseStore(settings) if settings.full else None
+        self.busy = Busy(settings.busy_every, settings.cooldown_s)
 
     def caller(self, authorization: str | None) -> str:
         """The caller a Bearer key names; 401 for a missing or unknown key."""
@@ -156,6 +158,8 @@ class Handler(BaseHTTPRequestHandler):
         if path not in ("/v1/chat/completions", "/v1/responses"):
             raise not_found()
         body = self._body()
+        if app.busy.gate(self, isinstance(body, dict) and body.get("stream") is True):
+            return
         caller = scope.body_caller(app.settings, key, body)
         if path == "/v1/chat/completions":
             chat.handle(app.settings, app.runner, caller, body, self)

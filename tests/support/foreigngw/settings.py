@@ -43,6 +43,8 @@ class Settings:
     store_max_messages: int = 400
     store_max_entry_bytes: int = 102_400  # 100 KB, the usual default
     defects: frozenset[str] = field(default_factory=frozenset)
+    # Cool down after every this many turns (busy.py); 0: never.
+    busy_every: int = 0
     # Where a bodyless request carries its per-user signal (scoped personality): header or query, and the name.
     read_scope: tuple[str, str] = ("header", "x-response-user")
 
@@ -126,4 +128,5 @@ def load_settings(env: Mapping[str, str]) -> Settings:
         store_max_entry_bytes=_count(env, "FGW_STORE_MAX_ENTRY_BYTES", 102_400, allow_zero=False),
         defects=_defects(env),
         read_scope=_read_scope(env),
+        busy_every=_count(env, "FGW_BUSY_EVERY", 0, allow_zero=True),
     )
