@@ -42,15 +42,18 @@ def wait_hint(status: int, headers: Mapping[str, str], body: Any) -> float | Non
         if seconds is not None:
             return seconds
     for holder in (body, body.get("error") if isinstance(body, dict) else None):
-        if not isinstance(holder, dict):
-            continue
-        millis = _number(holder.get("retry_after_ms"))
-        if millis is not None:
-            return millis / 1000
-        seconds = _number(holder.get("retry_after"))
-        if seconds is not None:
-            return seconds
+        stated = _stated_wait(holder) if isinstance(holder, dict) else None
+        if stated is not None:
+            return stated
     return DEFAULT_WAIT_S
+
+
+def _stated_wait(holder: Mapping[str, Any]) -> float | None:
+    """The wait a body or error object states in ``retry_after_ms`` or ``retry_after`` (seconds)."""
+    millis = _number(holder.get("retry_after_ms"))
+    if millis is not None:
+        return millis / 1000
+    return _number(holder.get("retry_after"))
 
 
 def refusal(what: str, status: int, body: Any, *, waited_s: float = 0.0) -> PreconditionNotMet | None:
@@ -132,12 +135,9 @@ def _errors_in(body: Any) -> list[dict[str, Any]]:
 def _wait_of(error: dict[str, Any]) -> float:
     """The wait an error object states: ``retry_after_ms``, ``retry_after``, a number of seconds (or
     milliseconds) its message gives after "retry"; else :data:`DEFAULT_WAIT_S`."""
-    millis = _number(error.get("retry_after_ms"))
-    if millis is not None:
-        return millis / 1000
-    seconds = _number(error.get("retry_after"))
-    if seconds is not None:
-        return seconds
+    stated = _stated_wait(error)
+    if stated is not None:
+        return stated
     said = _WAIT_IN_TEXT.search(str(error.get("message", "")))
     if said is not None:
         value = float(said.group(1))
