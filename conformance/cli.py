@@ -285,8 +285,9 @@ def _run_chosen(
     gone = False
     try:
         print(f"target: {target.description}", file=sys.stderr)
-        if target_callers(target):
-            print(f"callers: {target_callers(target)}", file=sys.stderr)
+        callers = target_callers(target)
+        if callers:
+            print(f"callers: {callers}", file=sys.stderr)
         for index, prop in enumerate(chosen, start=1):
             current = prop
             line = _ProgressLine(f"[{index}/{len(chosen)}] {prop.invariant.id} ...", watch)

@@ -105,7 +105,7 @@ def current_text(content: Any) -> str:
 
 def env_limit(env: Mapping[str, str], name: str, default: int, *, allow_zero: bool) -> int:
     raw = env.get(name)
-    if raw is None or not raw.isdigit():
+    if raw is None or not raw.isascii() or not raw.isdigit():  # '²' is a digit to isdigit, not to int
         return default
     value = int(raw)
     return value if value > 0 or (allow_zero and value == 0) else default

@@ -66,9 +66,8 @@ class Replayed:
         truncation marker right after a start of ``arguments`` that is more than whitespace."""
         at = self.text.find(TRUNCATION_MARKER)
         while at >= 0:
-            before = self.text[:at]
             for kept in range(min(_CUT_PROBE, len(arguments)) - 1, 0, -1):
-                if arguments[:kept].strip() and before.endswith(arguments[:kept]):
+                if arguments[:kept].strip() and self.text.endswith(arguments[:kept], 0, at):
                     return True
             at = self.text.find(TRUNCATION_MARKER, at + 1)
         return False

@@ -133,6 +133,12 @@ def _over_budget(case: Case) -> str | None:
     )
 
 
+def _cap_alone_binds(case: Case) -> None:
+    """Judge ``case`` only when its byte budget cannot bind (:func:`_over_budget`)."""
+    reason = _over_budget(case)
+    require(reason is None, reason or "")
+
+
 #: What a store may append to a write besides the answer the kit knows (its ids, statuses, annotations).
 _APPENDED_ROOM = 512
 
@@ -319,7 +325,7 @@ def count_drops_leave_a_notice(target: Target, case: Case, evidence: Evidence) -
     the cap it is stored as it is, without a notice; over it, exactly one notice names how many
     were dropped, at the seam (or on the message before it when the seam is the newest), with a
     warning."""
-    require(_over_budget(case) is None, _over_budget(case) or "")
+    _cap_alone_binds(case)
     stored = _kept(target, case, evidence)
     _judge_count_stage(stored, case["limits"]["max_messages"], evidence)
 
@@ -329,7 +335,7 @@ def newest_turn_is_never_rewritten(target: Target, case: Case, evidence: Evidenc
     """Conversations over the cap opened by up to a cap's worth of system messages: the newest
     submitted message is stored byte-identical, unless it is the only message stored (then the
     notice has nowhere else to go)."""
-    require(_over_budget(case) is None, _over_budget(case) or "")
+    _cap_alone_binds(case)
     stored = _kept(target, case, evidence)
     require(len(stored.submitted) > case["limits"]["max_messages"], "the conversation is not over the cap")
     if stored.replayed is not None:
@@ -352,7 +358,7 @@ def parts_arrays_get_a_text_block(target: Target, case: Case, evidence: Evidence
     """Parts-array conversations over the cap: the notice is a leading text block of the seam's
     array (the rest of the array unchanged, nothing flattened), and the caller's objects are the
     same after the store as before."""
-    require(_over_budget(case) is None, _over_budget(case) or "")
+    _cap_alone_binds(case)
     stored = _kept(target, case, evidence)
     assert stored.mutated is None, stored.mutated
     require(len(stored.submitted) > case["limits"]["max_messages"], "the conversation is not over the cap")

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from conformance.errors import GatewayGone, PreconditionNotMet, TargetError, TargetHung, TargetSpecError
 from conformance.example_tags import tagged
 from conformance.ls_handle import LsHandle
-from conformance.models.img import DEFAULT_HISTORY_BYTES, ENV_HISTORY, EXAMPLE_LIMITS
+from conformance.models.img import DEFAULT_HISTORY_BYTES, ENV_HISTORY, EXAMPLE_LIMITS, env_limit
 from conformance.refusals import refusal, wait_hint
 from conformance.targets._base import DeclaredOperations, check_result, observed
 from conformance.targets._http_store import DEFAULT_STORE_LIMITS, HttpStore, parse_store_limits
@@ -571,8 +571,8 @@ class HttpTarget(DeclaredOperations):
 
 def _history_budget(options: HttpOptions) -> int:
     """The history budget the launched gateway was given (CASCADE_MAX_HISTORY_BYTES), else the default."""
-    given = options.launch.env.get(ENV_HISTORY, "") if options.launch is not None else ""
-    return int(given) if given.isascii() and given.isdigit() and int(given) > 0 else DEFAULT_HISTORY_BYTES
+    launched = options.launch.env if options.launch is not None else {}
+    return env_limit(launched, ENV_HISTORY, DEFAULT_HISTORY_BYTES, allow_zero=False)
 
 
 def _body(content: bytes) -> Any:

@@ -66,8 +66,9 @@ class LaunchSpec:
     wiring: Wiring = "dial"
     ready_timeout_s: float = 30.0
     csrf_token: str = KIT_CSRF_TOKEN
-    # The launched process must hold its port (see LaunchedGateway); off only in tests of the launch
-    # mechanics that answer HTTP from a server of their own.
+    # The launched process must hold its port: a fixed port is free before the launch, and the process
+    # still runs once something answers there. Off only in tests of the launch mechanics that answer HTTP
+    # from a server of their own.
     own_port: bool = True
 
     def words(self) -> list[str]:
@@ -140,12 +141,8 @@ class LaunchedGateway:
     """A running gateway: :meth:`start` wires the LS side, starts the command and waits until it
     answers HTTP (and, with spawn, until the stand-in it started answers); :meth:`stop` ends it."""
 
-    def __init__(self, spec: LaunchSpec, *, host: str, port: int, own_port: bool | None = None) -> None:
-        """``own_port`` (default: the spec's): the launched process must hold its port (a fixed port is
-        free before the launch, and the process still runs once something answers there); off only
-        where a test answers HTTP from a server of its own to try the launch mechanics."""
+    def __init__(self, spec: LaunchSpec, *, host: str, port: int) -> None:
         spec.check(needs_port=port == 0)
-        self._own_port = spec.own_port if own_port is None else own_port
         self.spec = spec
         self.host = host
         self._fixed_port = port != 0
@@ -170,7 +167,7 @@ class LaunchedGateway:
 
     def start(self) -> LaunchedGateway:
         try:
-            if self._fixed_port and self._own_port:
+            if self._fixed_port and self.spec.own_port:
                 self._port_is_free()
             values = self._wire()
             self._spawn(values)
@@ -249,7 +246,7 @@ class LaunchedGateway:
                     f"{self.spec.ready_timeout_s:g} s (--ready-timeout){self._tail_note()}"
                 )
             time.sleep(_POLL_S)
-        if self._own_port:  # something answered: it must be the process the kit launched, still running
+        if self.spec.own_port:  # something answered: it must be the process the kit launched, still running
             self._still_running(f"while something else answered on port {self.port}")
         if self._standin is None:
             return

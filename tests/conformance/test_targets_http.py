@@ -147,9 +147,7 @@ def test_builds_need_the_kits_limits_the_gateway_was_launched_with(
     echo: tuple[str, Log], launched: Callable[..., HttpTarget], example_env: dict[str, str], differing: str
 ) -> None:
     port = int(echo[0].rsplit(":", 1)[1])
-    launch = LaunchSpec(
-        command="sh -c 'exec sleep 30' {ls_address}", env=_GATEWAY_ENV, ready_timeout_s=5, own_port=False
-    )
+    launch = LaunchSpec(command=SLEEPS, env=_GATEWAY_ENV, ready_timeout_s=5, own_port=False)
     target = launched(f"http://127.0.0.1:{port}", HttpOptions(launch=launch))
     assert target.fixed_env() == {"CASCADE_MAX_HISTORY_IMAGE_BYTES": "900"}
     params = {"messages": REQUEST["messages"], "model_uid": "u", "tool_preamble": "", "native_mode": False}
@@ -168,9 +166,7 @@ def test_a_build_with_the_launch_limits_is_sent_as_a_client_would_send_it(
     prefix) are not compared; the request carries no sampling parameter a gateway may refuse: the
     example is made unique by a tag in front of its first message's text."""
     port = int(echo[0].rsplit(":", 1)[1])
-    launch = LaunchSpec(
-        command="sh -c 'exec sleep 30' {ls_address}", env=_GATEWAY_ENV, ready_timeout_s=5, own_port=False
-    )
+    launch = LaunchSpec(command=SLEEPS, env=_GATEWAY_ENV, ready_timeout_s=5, own_port=False)
     target = launched(f"http://127.0.0.1:{port}", HttpOptions(launch=launch))
     params = {"messages": REQUEST["messages"], "model_uid": "u", "tool_preamble": "", "native_mode": False}
     bodies: list[dict[str, Any]] = []

@@ -361,7 +361,15 @@ def test_a_replay_is_judged_only_where_the_gateways_history_budget_cannot_have_c
     )
 
 
-@pytest.mark.parametrize(("given", "budget"), [({}, 600_000), ({"CASCADE_MAX_HISTORY_BYTES": "1234"}, 1234)])
+@pytest.mark.parametrize(
+    ("given", "budget"),
+    [
+        ({}, 600_000),
+        ({"CASCADE_MAX_HISTORY_BYTES": "1234"}, 1234),
+        ({"CASCADE_MAX_HISTORY_BYTES": "0"}, 600_000),
+        ({"CASCADE_MAX_HISTORY_BYTES": "²"}, 600_000),  # a digit to str.isdigit, none to int
+    ],
+)
 def test_the_history_budget_is_the_launched_gateways(given: dict[str, str], budget: int) -> None:
     from conformance.targets._http import _history_budget
     from conformance.targets._launch import LaunchSpec

@@ -254,7 +254,7 @@ def test_a_port_that_accepts_but_never_answers_http_is_not_ready() -> None:
         listener.listen(8)
         port = listener.getsockname()[1]
         gateway = LaunchedGateway(
-            LaunchSpec("sleep 30", wiring="none", ready_timeout_s=0.1), host="127.0.0.1", port=port, own_port=False
+            LaunchSpec("sleep 30", wiring="none", ready_timeout_s=0.1, own_port=False), host="127.0.0.1", port=port
         )
         started = time.monotonic()
         with pytest.raises(TargetError) as info:
@@ -273,8 +273,9 @@ def test_the_gateway_gets_its_filled_command_environment_and_cwd(echo_port: int,
         cwd=tmp_path,
         env={"GW_LS": "ls={ls_address}", "GW_PORT": "{port}"},
         csrf_token="tok-1",
+        own_port=False,
     )
-    with LaunchedGateway(spec, host="127.0.0.1", port=echo_port, own_port=False) as gateway:
+    with LaunchedGateway(spec, host="127.0.0.1", port=echo_port) as gateway:
         assert isinstance(gateway.ls, InProcessLs)
         address = gateway.ls.address
         assert gateway.ls.csrf_token == "tok-1"
@@ -311,7 +312,7 @@ def _until_output_holds(gateway: LaunchedGateway, text: str) -> None:
 
 def test_stop_kills_a_group_that_ignores_sigterm(echo_port: int, reaped: list[LaunchedGateway]) -> None:
     command = "sh -c 'trap \"\" TERM; echo up; while :; do sleep 0.05; done' {ls_address}"
-    gateway = LaunchedGateway(LaunchSpec(command), host="127.0.0.1", port=echo_port, own_port=False)
+    gateway = LaunchedGateway(LaunchSpec(command, own_port=False), host="127.0.0.1", port=echo_port)
     reaped.append(gateway)
     gateway.start()
     _until_output_holds(gateway, "up\n")  # the trap is set
@@ -330,7 +331,7 @@ def test_stop_lets_the_groups_children_finish_their_shutdown(
     child = tmp_path / "child.sh"
     child.write_text("trap 'sleep 0.2; echo child done; exit 0' TERM\necho trapped\nwhile :; do sleep 0.05; done\n")
     command = f"sh -c 'sh {child} & echo up; exec sleep 30' {{ls_address}}"
-    gateway = LaunchedGateway(LaunchSpec(command), host="127.0.0.1", port=echo_port, own_port=False)
+    gateway = LaunchedGateway(LaunchSpec(command, own_port=False), host="127.0.0.1", port=echo_port)
     reaped.append(gateway)
     gateway.start()
     _until_output_holds(gateway, "trapped\n")
@@ -343,8 +344,8 @@ def test_stop_lets_the_groups_children_finish_their_shutdown(
 
 def test_a_spawn_wired_gateway_that_never_starts_its_ls_times_out(echo_port: int) -> None:
     command = "sh -c 'exec sleep 30' {ls_binary}"
-    spec = LaunchSpec(command, wiring="spawn", ready_timeout_s=0.3)
-    gateway = LaunchedGateway(spec, host="127.0.0.1", port=echo_port, own_port=False)
+    spec = LaunchSpec(command, wiring="spawn", ready_timeout_s=0.3, own_port=False)
+    gateway = LaunchedGateway(spec, host="127.0.0.1", port=echo_port)
     with pytest.raises(TargetError) as info:
         gateway.start()
     assert isinstance(gateway.ls, StandinLs)
@@ -357,7 +358,7 @@ def test_a_spawn_wired_gateway_that_never_starts_its_ls_times_out(echo_port: int
 
 def test_a_spawn_wired_gateway_that_exits_before_its_ls_is_up_is_an_error(echo_port: int) -> None:
     command = "sh -c 'sleep 0.2; exit 4' {ls_binary}"
-    gateway = LaunchedGateway(LaunchSpec(command, wiring="spawn"), host="127.0.0.1", port=echo_port, own_port=False)
+    gateway = LaunchedGateway(LaunchSpec(command, wiring="spawn", own_port=False), host="127.0.0.1", port=echo_port)
     with pytest.raises(TargetError) as info:
         gateway.start()
     assert str(info.value) == f"the gateway ({command}): exited with code 4 before its LS came up; it wrote no output"
@@ -368,7 +369,7 @@ def test_a_stand_in_left_running_outside_the_group_is_ended_and_reported(echo_po
     start_ls = f'setsid "$0" --server_port={ls_port} --csrf_token=T </dev/null >/dev/null 2>&1 &'
     command = f"sh -c '{start_ls} exec sleep 30' {{ls_binary}}"
     gateway = LaunchedGateway(
-        LaunchSpec(command, wiring="spawn"), host="127.0.0.1", port=echo_port, own_port=False
+        LaunchSpec(command, wiring="spawn", own_port=False), host="127.0.0.1", port=echo_port
     ).start()
     assert isinstance(gateway.ls, StandinLs)
     pid = gateway.ls.pid()
@@ -384,7 +385,7 @@ def test_a_stand_in_left_running_outside_the_group_is_ended_and_reported(echo_po
 
 def test_no_wiring_hands_over_only_the_port(echo_port: int) -> None:
     with LaunchedGateway(
-        LaunchSpec("sleep 30", wiring="none"), host="127.0.0.1", port=echo_port, own_port=False
+        LaunchSpec("sleep 30", wiring="none", own_port=False), host="127.0.0.1", port=echo_port
     ) as gateway:
         assert gateway.ls is None
         assert gateway.port == echo_port

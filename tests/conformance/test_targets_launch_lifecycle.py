@@ -72,7 +72,7 @@ def _spawned(
         f'"$0" --server_port={ls_port} --csrf_token=T & {extra} mv {info}.part {info}; exec sleep 30'
     )
     gateway = LaunchedGateway(
-        LaunchSpec(f"sh -c '{script}' {{ls_binary}}", wiring="spawn"), host="127.0.0.1", port=echo_port, own_port=False
+        LaunchSpec(f"sh -c '{script}' {{ls_binary}}", wiring="spawn", own_port=False), host="127.0.0.1", port=echo_port
     )
     reaped.append(gateway)
     gateway.start()
@@ -144,7 +144,7 @@ def test_output_and_stand_in_live_in_a_kit_temp_dir_and_stdin_is_empty(
 def test_readiness_is_asked_with_one_get_of_v1_models(reaped: list[LaunchedGateway]) -> None:
     with echo_server() as (url, log):
         port = int(url.rsplit(":", 1)[1])
-        gateway = LaunchedGateway(LaunchSpec("sleep 30", wiring="none"), host="127.0.0.1", port=port, own_port=False)
+        gateway = LaunchedGateway(LaunchSpec("sleep 30", wiring="none", own_port=False), host="127.0.0.1", port=port)
         reaped.append(gateway)
         with gateway:
             assert [(method, path) for method, path, _key in log] == [("GET", "/v1/models")]
@@ -154,7 +154,7 @@ def test_output_keeps_undecodable_bytes_as_replacement_characters(
     echo_port: int, reaped: list[LaunchedGateway]
 ) -> None:
     command = "sh -c 'printf \"caf\\303\\251 \\377\\n\"; exec sleep 30' {ls_address}"
-    gateway = LaunchedGateway(LaunchSpec(command), host="127.0.0.1", port=echo_port, own_port=False)
+    gateway = LaunchedGateway(LaunchSpec(command, own_port=False), host="127.0.0.1", port=echo_port)
     reaped.append(gateway)
     gateway.start()
     _until("the gateway wrote its line", lambda: gateway.output().endswith("\n"))
@@ -167,8 +167,8 @@ def test_output_keeps_undecodable_bytes_as_replacement_characters(
 def test_the_dial_fake_checks_the_csrf_token_the_gateway_is_given(
     echo_port: int, reaped: list[LaunchedGateway], token: str, accepted: bool
 ) -> None:
-    spec = LaunchSpec("sh -c 'exec sleep 30' {ls_address} {csrf_token}", csrf_token="tok-2")
-    gateway = LaunchedGateway(spec, host="127.0.0.1", port=echo_port, own_port=False)
+    spec = LaunchSpec("sh -c 'exec sleep 30' {ls_address} {csrf_token}", csrf_token="tok-2", own_port=False)
+    gateway = LaunchedGateway(spec, host="127.0.0.1", port=echo_port)
     reaped.append(gateway)
     with gateway, grpc.insecure_channel(gateway.ls.address if gateway.ls else "") as channel:
         assert isinstance(gateway.ls, InProcessLs)
@@ -325,7 +325,7 @@ def test_stop_returns_only_once_killed_members_are_gone(
     big = tmp_path / "big.py"
     big.write_text(BIG, encoding="utf-8")
     command = f"sh -c '\"$0\" {big} & exec sleep 30' {sys.executable} {{ls_address}}"
-    gateway = LaunchedGateway(LaunchSpec(command), host="127.0.0.1", port=echo_port, own_port=False)
+    gateway = LaunchedGateway(LaunchSpec(command, own_port=False), host="127.0.0.1", port=echo_port)
     reaped.append(gateway)
     gateway.start()
     _until("the member holds its memory", lambda: gateway.output() == "big\n")
