@@ -13,9 +13,9 @@ from typing import Any
 
 import jsonschema
 
+from conformance.models.stream import DONE, StreamView
+
 VIOLATION_CODE = "STRUCTURED_OUTPUT_NOT_CONFORMING"
-# Per-response identity, not content: left out when two streams are compared frame by frame.
-_VOLATILE_KEYS = ("id", "created", "system_fingerprint")
 
 
 def _reject_constant(name: str) -> Any:
@@ -36,16 +36,27 @@ def error_code(body: object) -> object:
     return error.get("code") if isinstance(error, dict) else None
 
 
-def comparable_frames(events: Sequence[str]) -> list[Any]:
-    """The events with per-response identity left out, for a frame-by-frame comparison."""
-    frames: list[Any] = []
-    for event in events:
-        try:
-            parsed = json.loads(event)
-        except ValueError:
-            frames.append(event)
-            continue
-        if isinstance(parsed, dict):
-            parsed = {k: v for k, v in parsed.items() if k not in _VOLATILE_KEYS}
-        frames.append(parsed)
-    return frames
+def stream_essentials(events: Sequence[str]) -> dict[str, Any]:
+    """What a schema check could change in a stream, and nothing poll timing decides: each channel's
+    text (content, reasoning) and the tool calls, each in its own order; the role, the finish reasons,
+    error frames, the usage and ``[DONE]`` at the end; events that are not JSON objects, in order. Left
+    out: chunk boundaries, how the channels interleave, per-response identity (ids, timestamps)."""
+    view = StreamView(list(events))
+    return {
+        "roles": view.roles,
+        "content": view.content,
+        "reasoning": view.reasoning,
+        "tool calls": view.tool_calls,
+        "finish reasons": view.finish_reasons,
+        "error frames": view.errors,
+        "usage": view.usage,
+        "other events": view.unparsable,
+        "ends with [DONE]": bool(events) and events[-1] == DONE,
+    }
+
+
+def gathered_into_one_frame(judged: Sequence[str], plain: Sequence[str]) -> bool:
+    """Whether the json_schema stream delivered its content in one frame where the plain stream took
+    several: buffering beyond what the plain stream shows (holding the frames until the answer
+    validates, then releasing them as they came, is not)."""
+    return StreamView(list(judged)).content_frames == 1 and StreamView(list(plain)).content_frames > 1

@@ -53,6 +53,48 @@ class StreamView:
         return "".join(str(d.get("content") or "") for d in self.deltas())
 
     @property
+    def content_frames(self) -> int:
+        """How many deltas carry a piece of the content (chunk boundaries, which poll timing decides)."""
+        return sum(1 for d in self.deltas() if d.get("content"))
+
+    @property
+    def reasoning(self) -> str:
+        """The reasoning channel, under either name gateways give it."""
+        return "".join(str(d.get("reasoning_content") or d.get("reasoning") or "") for d in self.deltas())
+
+    @property
+    def roles(self) -> list[str]:
+        """The roles the deltas state, a role repeated frame after frame counted once."""
+        roles: list[str] = []
+        for delta in self.deltas():
+            role = delta.get("role")
+            if role and (not roles or roles[-1] != role):
+                roles.append(str(role))
+        return roles
+
+    @property
+    def tool_calls(self) -> list[tuple[str, str]]:
+        """Each tool call (name, arguments) with its deltas joined by index, in the order the calls began;
+        ids left out (a gateway numbers its calls per response)."""
+        calls: dict[Any, tuple[str, str]] = {}
+        for delta in self.deltas():
+            for call in delta.get("tool_calls") or ():
+                if not isinstance(call, dict):
+                    continue
+                function = call.get("function")
+                if not isinstance(function, dict):
+                    function = {}
+                index = call.get("index")
+                if not isinstance(index, int | str):
+                    index = f"unindexed {len(calls)}"  # no index: each such delta is a call of its own
+                name, arguments = calls.get(index, ("", ""))
+                calls[index] = (
+                    name + str(function.get("name") or ""),
+                    arguments + str(function.get("arguments") or ""),
+                )
+        return list(calls.values())
+
+    @property
     def tool_call_names(self) -> list[str]:
         names = []
         for delta in self.deltas():

@@ -252,3 +252,27 @@ def test_a_busy_gateway_is_waited_out_and_judged_as_an_idle_one(
     log = (tmp_path / "gateway-output.log").read_text(encoding="utf-8")
     assert "busy: answered 429" in log, log[-2000:]  # both kinds of busy answer were met and waited out
     assert "busy: answered an in-band error" in log, log[-2000:]
+
+
+# ---------------------------------------------------------------------- a polling gateway
+# It streams what each window of polls found, reasoning included, and alternate turns find the channels
+# in opposite orders (tests/support/foreigngw/polling.py): the json_schema run and the plain run of SO-3
+# interleave reasoning and content differently, as the real gateway did. No row may notice.
+def test_a_polling_gateway_is_judged_as_one_that_streams_as_it_reads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, verdicts, out = run(tmp_path, capsys, "OFF,SO,ACC", "FGW_POLLING=1")
+    assert verdicts == FULL["OFF,SO,ACC"], out
+    assert code == 0, out
+
+
+@pytest.mark.parametrize("polling", [False, True])
+def test_a_json_schema_stream_gathered_into_one_frame_fails_so3_alone(
+    polling: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = ("FGW_DEFECTS=schema-stream-merged", *(("FGW_POLLING=1",) if polling else ()))
+    code, verdicts, out = run(tmp_path, capsys, "SO", *env, shrink=False)
+    assert {inv for inv, verdict in verdicts.items() if verdict == FAIL} == {"SO-3"}, out
+    assert "error" not in verdicts.values(), out
+    assert "it buffers beyond what the plain stream shows" in out, out
+    assert code == 1, out

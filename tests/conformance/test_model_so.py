@@ -1,6 +1,6 @@
 """The kit's model of structured output (conformance/models/so.py, seed 001 D2): which answers
-conform to a schema, how an event stream reads as OpenAI chunks, and which frames two streams are
-compared on."""
+conform to a schema, how an event stream reads as OpenAI chunks, and what two streams are compared
+on (SO-3)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from conformance.models.so import VIOLATION_CODE, comparable_frames, conforms, error_code
+from conformance.models.so import VIOLATION_CODE, conforms, error_code, gathered_into_one_frame, stream_essentials
 from conformance.models.stream import StreamView
 
 SCHEMA: dict[str, Any] = {
@@ -206,35 +206,100 @@ def test_the_violation_code_is_the_one_the_seed_names() -> None:
     assert VIOLATION_CODE == "STRUCTURED_OUTPUT_NOT_CONFORMING"
 
 
-# ---------------------------------------------------------------------------- frame-by-frame comparison
+# ---------------------------------------------------------------------------- two streams compared (SO-3)
 
 
-def test_frames_are_compared_without_per_response_identity() -> None:
-    schema_stream = [
-        json.dumps({"id": "a", "created": 1, "system_fingerprint": "fp1", "model": "m", "choices": [1]}),
+def _delta(**delta: Any) -> str:
+    return _chunk(choices=[_choice(delta)])
+
+
+def _stream(*deltas: dict[str, Any], finish: str = "stop") -> list[str]:
+    return [
+        _delta(role="assistant", content=""),
+        *(_delta(**d) for d in deltas),
+        _chunk(choices=[_choice({}, finish)]),
+        _chunk(choices=[], usage=USAGE),
         "[DONE]",
     ]
-    plain_stream = [
-        json.dumps({"id": "b", "created": 2, "system_fingerprint": "fp2", "model": "m", "choices": [1]}),
-        "[DONE]",
+
+
+def test_poll_timing_is_not_compared_channels_are() -> None:
+    """The issue's example: one run found the reasoning first, the other the content; chunk
+    boundaries differ too. What a schema check could change is the same."""
+    schema_run = _stream({"reasoning_content": "\\"}, {"content": '{"a": '}, {"content": "1}"})
+    plain_run = _stream({"content": '{"a": 1}'}, {"reasoning_content": "\\"})
+    assert stream_essentials(schema_run) == stream_essentials(plain_run)
+    assert stream_essentials(schema_run)["reasoning"] == "\\"
+
+
+def test_per_response_identity_is_not_compared() -> None:
+    first = [json.dumps({"id": "a", "created": 1, "system_fingerprint": "fp1", "choices": [_choice({"content": "x"})]})]
+    second = [
+        json.dumps({"id": "b", "created": 2, "system_fingerprint": "fp2", "choices": [_choice({"content": "x"})]})
     ]
-    assert comparable_frames(schema_stream) == [{"model": "m", "choices": [1]}, "[DONE]"]
-    assert comparable_frames(schema_stream) == comparable_frames(plain_stream)
+    assert stream_essentials(first) == stream_essentials(second)
 
 
-def test_content_and_nested_ids_still_count_in_a_frame_comparison() -> None:
-    call = {"tool_calls": [{"index": 0, "id": "call_1", "function": {"name": "f"}}]}
-    frames = comparable_frames([_chunk(model="m", choices=[_choice(call)])])
-    assert frames == [{"object": "chat.completion.chunk", "model": "m", "choices": [_choice(call)]}]
-    other_model = comparable_frames([_chunk(model="n", choices=[_choice(call)])])
-    assert frames != other_model
+_THINK = {"reasoning_content": "\\\\"}
+_WHOLE = {"content": '{"a": 1}'}
 
 
-def test_frames_that_are_not_objects_are_compared_as_they_are() -> None:
-    assert comparable_frames(["[1, 2]", '"text"', "plain", "[DONE]", ": comment"]) == [
-        [1, 2],
-        "text",
-        "plain",
-        "[DONE]",
-        ": comment",
-    ]
+@pytest.mark.parametrize(
+    ("schema_run", "differs_in"),
+    [
+        (_stream(_THINK, _WHOLE), None),
+        (_stream({"content": "1}"}, _THINK, {"content": '{"a": '}), "content"),  # a channel out of its order
+        (_stream(_WHOLE, {"reasoning_content": "later"}), "reasoning"),
+        (_stream(_WHOLE, {"reasoning": "\\\\"}), None),  # the other name gateways give the channel
+        (_stream(_THINK, _WHOLE, finish="length"), "finish reasons"),
+        (_stream(_THINK, _WHOLE)[:-1], "ends with [DONE]"),
+        ([*_stream(_THINK, _WHOLE), _delta(content="")], "ends with [DONE]"),
+        (_stream(_THINK, _WHOLE)[1:], "roles"),
+        ([_chunk(error={"code": "x"}), *_stream(_THINK, _WHOLE)], "error frames"),
+        ([*_stream(_THINK, _WHOLE)[:4], *_stream(_THINK, _WHOLE)[5:]], "usage"),
+        ([": keep-alive", *_stream(_THINK, _WHOLE)], "other events"),
+    ],
+)
+def test_what_a_schema_check_could_change_is_compared(schema_run: list[str], differs_in: str | None) -> None:
+    plain_run = _stream({"content": '{"a": '}, _THINK, {"content": "1}"})
+    got, want = stream_essentials(schema_run), stream_essentials(plain_run)
+    assert [key for key in got if got[key] != want[key]] == ([differs_in] if differs_in else [])
+
+
+def test_tool_calls_are_joined_by_index_without_their_ids() -> None:
+    def call(index: int, **fields: Any) -> dict[str, Any]:
+        return {"tool_calls": [{"index": index, **fields}]}
+
+    split = _stream(
+        call(0, id="call_1", function={"name": "lookup", "arguments": '{"q"'}),
+        call(1, id="call_2", function={"name": "search", "arguments": "{}"}),
+        call(0, function={"arguments": ': "x"}'}),
+    )
+    whole = _stream(
+        call(0, id="call_9", function={"name": "lookup", "arguments": '{"q": "x"}'}),
+        call(1, id="call_8", function={"name": "search", "arguments": "{}"}),
+    )
+    assert stream_essentials(split)["tool calls"] == [("lookup", '{"q": "x"}'), ("search", "{}")]
+    assert stream_essentials(split) == stream_essentials(whole)
+    swapped = _stream(call(0, function={"name": "search", "arguments": "{}"}), call(1, function={"name": "lookup"}))
+    assert stream_essentials(swapped)["tool calls"] != stream_essentials(whole)["tool calls"]
+
+
+@pytest.mark.parametrize(
+    ("schema_frames", "plain_frames", "gathered"),
+    [
+        (1, 2, True),  # the limit: several in the plain stream, one in the schema stream
+        (1, 3, True),
+        (1, 1, False),  # the plain stream shows one frame: nothing beyond it
+        (2, 2, False),
+        (2, 3, False),  # fewer, but not one: chunk boundaries are poll timing's
+        (0, 2, False),  # no content at all is the content comparison's business
+    ],
+)
+def test_gathering_into_one_frame_is_judged_against_the_plain_stream(
+    schema_frames: int, plain_frames: int, gathered: bool
+) -> None:
+    def run(frames: int) -> list[str]:
+        return _stream(*({"content": f"p{k}"} for k in range(frames)))
+
+    assert gathered_into_one_frame(run(schema_frames), run(plain_frames)) is gathered

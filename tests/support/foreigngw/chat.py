@@ -12,7 +12,9 @@ from typing import Any
 
 from tests.support.foreigngw.entries import chat_conversation, has_text
 from tests.support.foreigngw.http_io import GatewayError, Reply, bad_request, dumps, not_implemented
+from tests.support.foreigngw.lsclient import OnGrowth
 from tests.support.foreigngw.markup import parse_tools
+from tests.support.foreigngw.polling import PollWindows
 from tests.support.foreigngw.runner import Answer, Runner, TurnRequest
 from tests.support.foreigngw.settings import Settings
 from tests.support.foreigngw.structured import CODE as NOT_CONFORMING
@@ -80,7 +82,7 @@ def handle(settings: Settings, runner: Runner, caller: str | None, body: Any, re
         return
     options = body.get("stream_options")
     include_usage = isinstance(options, Mapping) and options.get("include_usage") is True
-    _stream(runner, request, _Chunks(reply, completion_id, request.model), include_usage)
+    _stream(settings, runner, request, _Chunks(reply, completion_id, request.model), include_usage)
 
 
 @dataclass
@@ -114,14 +116,22 @@ class _Chunks:
         self.frame({"content": piece})
         self.sent += piece
 
+    def reasoning(self, piece: str) -> None:
+        self.frame({"reasoning_content": piece})
 
-def _stream(runner: Runner, request: TurnRequest, chunks: _Chunks, include_usage: bool) -> None:
+
+def _holder(held: list[tuple[str, str]]) -> OnGrowth:
+    return lambda thinking, text: held.append((thinking, text))
+
+
+def _stream(settings: Settings, runner: Runner, request: TurnRequest, chunks: _Chunks, include_usage: bool) -> None:
     live = not request.tools and request.schema is None
-    # With a schema (and no tools) the answer's pieces are held until it validates, then sent as they came.
-    held: list[str] = []
-    on_text = chunks.text if live else (held.append if not request.tools else None)
+    windows = PollWindows(chunks.text, chunks.reasoning, settings.polling)
+    # With a schema (and no tools) what the polls found is held until the answer validates, then sent as it came.
+    held: list[tuple[str, str]] = []
+    on_growth = windows.found if live else (_holder(held) if not request.tools else None)
     try:
-        answer = runner.run(request, on_text)
+        answer = runner.run(request, on_growth)
     except GatewayError as exc:
         if exc.code == NOT_CONFORMING or chunks.opened:
             if not chunks.opened:
@@ -129,8 +139,15 @@ def _stream(runner: Runner, request: TurnRequest, chunks: _Chunks, include_usage
             chunks.reply.event(dumps(exc.document))  # the one event; no [DONE]
             return
         raise
-    for piece in held:
-        chunks.text(piece)
+    if settings.defect("schema-stream-merged") and held:
+        # The defect: the held answer released as one frame per channel, not as the polls found it.
+        held = [("".join(thinking for thinking, _ in held), "".join(text for _, text in held))]
+        windows.polling = False
+        if settings.polling and held[0][0]:
+            chunks.reasoning(held[0][0])
+    for thinking, text in held:
+        windows.found(thinking, text)
+    windows.flush()
     if answer.content.startswith(chunks.sent) and len(answer.content) > len(chunks.sent):
         chunks.text(answer.content[len(chunks.sent) :])
     if answer.calls:

@@ -38,6 +38,9 @@ MAX_WAIT_S = 600.0
 CALL_TIMEOUT_S = 30.0
 WARM_TIMEOUT_S = 5.0
 
+# What one poll found: the growth of the reasoning and of the answer's text (either may be "").
+OnGrowth = Callable[[str, str], None]
+
 
 class UpstreamError(Exception):
     """An LS call answered with a gRPC error (or an unusable answer)."""
@@ -163,11 +166,11 @@ class LsClient:
         request = ls.GetCascadeTrajectoryRequest(cascade_id=cascade_id)
         return int(self._call("GetCascadeTrajectory", request).status)
 
-    def run_turn(self, cascade_id: str, offset: int, on_text: Callable[[str], None] | None = None) -> Polled:
-        """Poll from ``offset`` until the turn is done; ``on_text`` gets each growth of the answer."""
+    def run_turn(self, cascade_id: str, offset: int, on_growth: OnGrowth | None = None) -> Polled:
+        """Poll from ``offset`` until the turn is done; ``on_growth`` gets what each poll found."""
         interval = self._settings.poll_interval_s
         started = last_growth = time.monotonic()
-        saw_active, idle_polls, text, seen_steps = False, 0, "", -1
+        saw_active, idle_polls, text, thinking, seen_steps = False, 0, "", "", -1
         while True:
             time.sleep(interval)
             steps = self._steps(cascade_id, offset)
@@ -176,7 +179,7 @@ class LsClient:
             now = time.monotonic()
             if grown != text or len(steps) != seen_steps:
                 last_growth = now
-            text = _emit(text, grown, on_text)
+            thinking, text = _emit((thinking, text), (_thinking(steps), grown), on_growth)
             seen_steps = len(steps)
             if now - started > MAX_WAIT_S:
                 break  # the hard cap: whatever the turn said so far is the answer
@@ -191,7 +194,7 @@ class LsClient:
                 break
         final = self._steps(cascade_id, offset)
         _raise_error_step(final)
-        text = _emit(text, _answer(final, final=True), on_text)
+        _, text = _emit((thinking, text), (_thinking(final), _answer(final, final=True)), on_growth)
         return Polled(text, offset + max(len(final), seen_steps))
 
     def usage(self, cascade_id: str, offset: int) -> Usage | None:
@@ -227,10 +230,20 @@ def _answer(steps: Sequence[cortex.CortexTrajectoryStep], *, final: bool) -> str
     return "".join(parts)
 
 
-def _emit(sent: str, text: str, on_text: Callable[[str], None] | None) -> str:
-    if on_text is not None and len(text) > len(sent) and text.startswith(sent):
-        on_text(text[len(sent) :])
-    return text
+def _thinking(steps: Sequence[cortex.CortexTrajectoryStep]) -> str:
+    return "".join(step.planner_response.thinking for step in steps if step.HasField("planner_response"))
+
+
+def _grown(sent: str, now: str) -> str:
+    return now[len(sent) :] if len(now) > len(sent) and now.startswith(sent) else ""
+
+
+def _emit(sent: tuple[str, str], now: tuple[str, str], on_growth: OnGrowth | None) -> tuple[str, str]:
+    """Tell ``on_growth`` what grew since ``sent`` (reasoning, text); ``now`` is what is sent after."""
+    thinking, text = _grown(sent[0], now[0]), _grown(sent[1], now[1])
+    if on_growth is not None and (thinking or text):
+        on_growth(thinking, text)
+    return now
 
 
 def _raise_error_step(steps: Sequence[cortex.CortexTrajectoryStep]) -> None:

@@ -13,13 +13,13 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from tests.support.foreigngw.entries import ASSISTANT, CALL, Conversation, Entry
 from tests.support.foreigngw.http_io import GatewayError, log
-from tests.support.foreigngw.lsclient import LsClient, ModelError, Polled, UpstreamError
+from tests.support.foreigngw.lsclient import LsClient, ModelError, OnGrowth, Polled, UpstreamError
 from tests.support.foreigngw.markup import ToolCall, ToolSpec, split_calls
 from tests.support.foreigngw.prompt import Limits, build_fresh, build_resume
 from tests.support.foreigngw.settings import Settings
@@ -99,9 +99,9 @@ class Runner:
 
     # ------------------------------------------------------------------ one turn
 
-    def run(self, request: TurnRequest, on_text: Callable[[str], None] | None = None) -> Answer:
-        """Play the request's turn (or replay it from the cache). ``on_text`` gets the answer as it
-        grows (only pass it when the text is delivered as is: no tools, no schema)."""
+    def run(self, request: TurnRequest, on_growth: OnGrowth | None = None) -> Answer:
+        """Play the request's turn (or replay it from the cache). ``on_growth`` gets what each poll
+        found (only pass it when the text is delivered as is: no tools, no schema)."""
         full = self._settings.full and request.caller is not None
         cache_key = self._cache_key(request) if full else None
         if cache_key is not None:
@@ -112,7 +112,7 @@ class Runner:
         pooled = self._take_pooled(request) if full and request.resumable else None
         try:
             self._ls.warm_up()
-            polled, cascade_id, generator_offset, prompt = self._play(request, pooled, on_text)
+            polled, cascade_id, generator_offset, prompt = self._play(request, pooled, on_growth)
         except UpstreamError as exc:
             self._cool_down(exc)
             raise GatewayError(
@@ -137,7 +137,7 @@ class Runner:
         return answer
 
     def _play(
-        self, request: TurnRequest, pooled: _Pooled | None, on_text: Callable[[str], None] | None
+        self, request: TurnRequest, pooled: _Pooled | None, on_growth: OnGrowth | None
     ) -> tuple[Polled, str, int, str]:
         tools = bool(request.tools)
         if pooled is not None:
@@ -149,7 +149,7 @@ class Runner:
                     raise
                 log(f"resume of {pooled.cascade_id} rejected ({exc.details}); fresh cascade with the full history")
             else:
-                polled = self._ls.run_turn(pooled.cascade_id, pooled.step_offset, on_text)
+                polled = self._ls.run_turn(pooled.cascade_id, pooled.step_offset, on_growth)
                 return polled, pooled.cascade_id, pooled.generator_offset, built.text
         attach = not tools and not self._settings.defect("history-image-placeholder")
         built = build_fresh(request.model, request.conversation, request.tools, self._limits, attach_history=attach)
@@ -158,7 +158,7 @@ class Runner:
             log(f"history images attached={built.attached} dropped: {counts}")
         cascade_id = self._ls.start()
         self._ls.send(cascade_id, built.text, built.images, request.model, tools=tools)
-        return self._ls.run_turn(cascade_id, 0, on_text), cascade_id, 0, built.text
+        return self._ls.run_turn(cascade_id, 0, on_growth), cascade_id, 0, built.text
 
     def _with_usage(
         self, content: str, calls: tuple[ToolCall, ...], prompt: str, text: str, cascade_id: str, offset: int

@@ -17,6 +17,7 @@ DEFECTS = frozenset(
         "splice-arguments",
         "silent-count-drop",
         "cache-hit-without-usage",
+        "schema-stream-merged",
     }
 )
 PERSONALITIES = ("full", "lean", "scoped")
@@ -45,6 +46,8 @@ class Settings:
     defects: frozenset[str] = field(default_factory=frozenset)
     # Cool down after every this many turns (busy.py); 0: never.
     busy_every: int = 0
+    # Stream what each window of polls found, reasoning included, interleaved by timing (polling.py).
+    polling: bool = False
     # Where a bodyless request carries its per-user signal (scoped personality): header or query, and the name.
     read_scope: tuple[str, str] = ("header", "x-response-user")
 
@@ -78,6 +81,15 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
     except ValueError:
         return default
     return value if math.isfinite(value) and value >= 0 else default
+
+
+def _switch(env: Mapping[str, str], name: str) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if raw in ("", "0", "false", "off", "no"):
+        return False
+    if raw in ("1", "true", "on", "yes"):
+        return True
+    raise SettingsError(f"{name} must be 1 or 0 (on or off), got {raw!r}")
 
 
 def _port(env: Mapping[str, str]) -> int:
@@ -129,4 +141,5 @@ def load_settings(env: Mapping[str, str]) -> Settings:
         defects=_defects(env),
         read_scope=_read_scope(env),
         busy_every=_count(env, "FGW_BUSY_EVERY", 0, allow_zero=True),
+        polling=_switch(env, "FGW_POLLING"),
     )
