@@ -24,7 +24,7 @@ from conformance.interrupts import InterruptWatch, exit_code_of, say_still_stopp
 from conformance.known_failures import KnownFailure, KnownFailuresError, apply_known_failure, load_known_failures
 from conformance.operations import HTTP_TARGET_OPERATIONS, OPERATIONS, PROTOCOL_VERSION, capability_schema
 from conformance.options import declared_flags, given_words, http_values
-from conformance.profiles import PROFILES
+from conformance.profiles import PROFILES, shrink_budget
 from conformance.properties import Property, properties
 from conformance.report import (
     PROGRAM,
@@ -34,10 +34,20 @@ from conformance.report import (
     save_failure_cases,
     summary_line,
     target_callers,
+    waiting_line,
     write_junit,
     write_markdown,
 )
-from conformance.runner import Result, RunOptions, Status, hypothesis_storage, replay_case, run_property, select
+from conformance.runner import (
+    Result,
+    RunOptions,
+    Status,
+    default_shrink_budget,
+    hypothesis_storage,
+    replay_case,
+    run_property,
+    select,
+)
 from conformance.targets import Target, load_target
 
 EXIT_OK, EXIT_UNEXPECTED, EXIT_USAGE = 0, 1, 2
@@ -72,6 +82,14 @@ def _parser() -> argparse.ArgumentParser:
         action="store_false",
         help="report each failure with the example that first showed it, unshrunk: the same verdict, much "
         "sooner over a slow gateway, but bigger counterexamples, and failures only shrinking tells apart come as one",
+    )
+    run.add_argument(
+        "--shrink-budget",
+        type=shrink_budget,
+        metavar="S",
+        help="seconds shrinking may take per invariant from its first failing example; then each failure is "
+        "reported with the smallest case found so far (default: 60 for exec: and http:// targets, no limit for "
+        "python: and the reference)",
     )
     run.add_argument(
         "--log-level",
@@ -254,14 +272,18 @@ def _run_with_logging_set(args: argparse.Namespace, watch: InterruptWatch) -> in
     known = load_known_failures(args.known_failures) if args.known_failures else {}
     target = _load_target(args)
     cache = args.cache_dir or args.report / "hypothesis"
+    budget = args.shrink_budget if args.shrink_budget is not None else default_shrink_budget(target.kind)
     options = RunOptions(
         profile=args.profile,
         seed=args.seed,
         database=cache / "examples",
         max_examples=args.max_examples,
         shrink=args.shrink,
+        shrink_budget_s=budget,
     )
-    info = RunInfo(_kit_version(), args.profile, args.seed, args.shrink, args.max_examples, _now_utc())
+    info = RunInfo(
+        _kit_version(), args.profile, args.seed, args.shrink, args.max_examples, _now_utc(), shrink_budget_s=budget
+    )
     results, stopped, gone = _run_chosen(chosen, target, options, known, watch)
     with watch.shield():  # a signal now must not cut short the report of what finished
         code = _report(args, target, results, replace(info, interrupted=stopped), stopped, watch)
@@ -299,7 +321,8 @@ def _run_chosen(
                 raise
             results.append(result)
             current = None
-            line.end(f"{result.line} ({result.seconds:.1f}s)")
+            waited = f", {result.waited_s:.1f}s waiting for the gateway" if result.waits else ""
+            line.end(f"{result.line} ({result.seconds:.1f}s{waited})")
     except KeyboardInterrupt:
         where = f"during {current.invariant.id}" if current is not None else "between invariants"
         stopped = f"interrupted {where}: {len(results)} of {len(chosen)} finished"
@@ -344,6 +367,9 @@ def _report(
     statuses = {r.status for r in results}
     counts = ", ".join(f"{sum(1 for r in results if r.status == s)} {s.value}" for s in Status if s in statuses)
     print(f"{len(results)} invariant(s)" + (f": {counts}" if counts else ""))
+    waiting = waiting_line(results)
+    if waiting is not None:
+        print(waiting)
     print(f"reports: {markdown} {junit}" + (f" {gateway_log}" if gateway_log else ""))
     for result in unexpected:
         messages = [f.message for f in result.failures] or [result.message]

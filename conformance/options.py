@@ -163,6 +163,16 @@ HTTP_FLAGS: tuple[HttpFlag, ...] = (
         pytest_help="seconds to wait out 429/503 answers per request (default: 60)",
     ),
     HttpFlag(
+        "max-rps",
+        "max_rps",
+        metavar="N",
+        number=True,
+        cli_help="the fastest pace the kit sends requests at, in requests per second (0.1 to 1000; default: as "
+        "fast as the gateway takes them; after a rate limit the kit halves its pace and speeds up again step by "
+        "step)",
+        pytest_help="the fastest pace in requests per second (default: as fast as the gateway takes them)",
+    ),
+    HttpFlag(
         "caller-scope",
         "caller_scope",
         metavar="SIGNAL",
@@ -198,6 +208,7 @@ _HELP_ORDER: dict[Front, tuple[str, ...]] = {
         "store-limits",
         "ready-timeout",
         "rate-limit-wait",
+        "max-rps",
         "caller-scope",
         "read-scope",
     ),
@@ -213,6 +224,7 @@ _HELP_ORDER: dict[Front, tuple[str, ...]] = {
         "ready-timeout",
         "rate-limit-wait",
         "store-limits",
+        "max-rps",
         "caller-scope",
         "read-scope",
     ),

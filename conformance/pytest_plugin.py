@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from conformance.options import HTTP_FLAGS, PREFIXES, declared_flags, given_words, http_values
-from conformance.profiles import PROFILES
+from conformance.profiles import PROFILES, shrink_budget
 
 # pytest loads this plugin in every session of an environment where the kit is installed, with or
 # without the 'conformance' extra: only a run with --cascade-target needs the suite's modules, so they
@@ -84,6 +84,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         default=None,
         help="report each failure with the first example that showed it, unshrunk (sooner over a slow gateway)",
+    )
+    group.addoption(
+        "--cascade-shrink-budget",
+        type=shrink_budget,
+        metavar="S",
+        help="seconds shrinking may take per invariant from its first failure, then the smallest case found so "
+        "far is reported (default: 60 for exec: and http:// targets, no limit in process)",
     )
     group.addoption(
         "--cascade-report",
@@ -129,6 +136,7 @@ def pytest_configure(config: pytest.Config) -> None:
             "--cascade-only",
             "--cascade-known-failures",
             "--cascade-no-shrink",
+            "--cascade-shrink-budget",
             "--cascade-report",
             *_HTTP_OPTIONS,
         )
@@ -141,7 +149,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     try:
         from conformance.errors import TargetError, TargetSpecError
-        from conformance.runner import RunOptions, select
+        from conformance.runner import RunOptions, default_shrink_budget, select
         from conformance.targets import load_target
     except ModuleNotFoundError as exc:
         from fakels.distribution import extra_problem
@@ -165,10 +173,12 @@ def pytest_configure(config: pytest.Config) -> None:
     except TargetError as exc:
         raise pytest.UsageError(f"--cascade-target: the target failed to start: {exc}") from None
     config.add_cleanup(target.close)
+    budget = config.getoption("--cascade-shrink-budget")
     options = RunOptions(
         profile=config.getoption("--cascade-profile"),
         database=cache_dir / "examples",
         shrink=not config.getoption("--cascade-no-shrink"),
+        shrink_budget_s=budget if budget is not None else default_shrink_budget(target.kind),
     )
     report = Path(config.invocation_params.dir, config.getoption("--cascade-report") or "reports/conformance")
     config.stash[_SUITE_KEY] = _Suite(
@@ -463,15 +473,24 @@ def _failures_text(result: Result) -> str:
         return _one_failure(result.message, result.case, result.evidence)
     parts = [f"{len(failures)} distinct failures:"] if len(failures) > 1 else []
     for index, failure in enumerate(failures, start=1):
-        text = _one_failure(failure.message, failure.case, failure.evidence, shrunk=failure.shrunk)
+        text = _one_failure(
+            failure.message, failure.case, failure.evidence, shrunk=failure.shrunk, cut_short=failure.cut_short
+        )
         parts.append(f"--- failure {index} of {len(failures)} ---\n{text}" if len(failures) > 1 else text)
     return "\n\n".join(parts)
 
 
-def _one_failure(message: str, case: Case | None, evidence: dict[str, Any] | None, *, shrunk: bool = True) -> str:
+def _one_failure(
+    message: str,
+    case: Case | None,
+    evidence: dict[str, Any] | None,
+    *,
+    shrunk: bool = True,
+    cut_short: bool = False,
+) -> str:
     from conformance.report import counterexample_heading
 
-    heading = counterexample_heading(shrunk).lower()
+    heading = counterexample_heading(shrunk, cut_short).lower()
     text = f"{message}\n\n{heading}:\n{_shown(case) if case is not None else '(none recorded)'}"
     if evidence:
         text += f"\n\nwhat the check saw:\n{_shown(evidence)}"

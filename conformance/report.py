@@ -56,15 +56,19 @@ class RunInfo:
     max_examples: int | None  # None: the profile's
     started: str  # ISO 8601, UTC
     interrupted: str | None = None  # ``interrupted during SO-2: 1 of 7 finished``
+    shrink_budget_s: float | None = None  # seconds shrinking may take per invariant; None: no budget
 
     def lines(self) -> list[str]:
         seed = f"seed {self.seed}" if self.seed is not None else "derandomized"
         examples = (
             f"at most {self.max_examples} examples" if self.max_examples is not None else "the profile's examples"
         )
+        shrinking = "off" if not self.shrink else "on"
+        if self.shrink and self.shrink_budget_s is not None:
+            shrinking += f" (budget {self.shrink_budget_s:g} s)"
         return [
             f"- Kit: {PROGRAM} {self.version}",
-            f"- Profile: {self.profile} ({seed}), shrinking {'on' if self.shrink else 'off'}, {examples} per invariant",
+            f"- Profile: {self.profile} ({seed}), shrinking {shrinking}, {examples} per invariant",
             f"- Started: {self.started}",
             *(
                 [f"- **Stopped early**: {self.interrupted}; the invariants not listed below were not run"]
@@ -90,9 +94,11 @@ def replay_command(case_path: Path, target: str | None, target_flags: str = "", 
     return f"{program} {shlex.join(parts)}{target_flags}"
 
 
-def counterexample_heading(shrunk: bool) -> str:
-    """``Minimal counterexample``, or what the case is when it was not shrunk (the report's and the
-    pytest plugin's wording)."""
+def counterexample_heading(shrunk: bool, cut_short: bool = False) -> str:
+    """``Minimal counterexample``, or what the case is when it was not shrunk, or when shrinking was cut
+    short at the shrink budget (the report's and the pytest plugin's wording)."""
+    if cut_short:
+        return "Smallest counterexample found before shrinking was cut short"
     return "Minimal counterexample" if shrunk else "Counterexample (as found, not shrunk)"
 
 
@@ -210,6 +216,7 @@ def write_markdown(
         for r in results
     ]
     lines += _not_judged_section(results)
+    lines += _waiting_section(results)
     lines += _warnings_section(results)
     lines += ["", "## What each invariant states", ""]
     lines += [f"- **{r.invariant.id}** ({r.line}): {r.invariant.statement}" for r in results]
@@ -227,7 +234,8 @@ def write_markdown(
                 lines += ["", f"### Failure {number} of {len(failures)} ({failure.kind.value})"]
             lines += ["", "```", failure.message, "```"]
             if failure.case is not None:
-                lines += ["", counterexample_heading(failure.shrunk) + ":", "", "```json", _json(failure.case), "```"]
+                heading = counterexample_heading(failure.shrunk, failure.cut_short)
+                lines += ["", heading + ":", "", "```json", _json(failure.case), "```"]
             if failure.evidence:
                 heading = "What the fake and the target saw (decoded):"
                 lines += ["", heading, "", "```json", _json(failure.evidence), "```"]
@@ -258,6 +266,31 @@ def _not_judged_section(results: list[Result]) -> list[str]:
         if why:
             lines += [f"- **{result.invariant.id}** ({result.line.split(' (')[0]}): " + " ".join(why)]
     return ["", "## What was not judged", "", *lines] if lines else []
+
+
+def waiting_line(results: list[Result]) -> str | None:
+    """``time: 250.1 s, of which 180.0 s waiting for the gateway (42 waits) and 70.1 s the kit's own``;
+    None when the gateway never made the kit wait."""
+    waits = sum(r.waits for r in results)
+    if not waits:
+        return None
+    total, waited = sum(r.seconds for r in results), sum(r.waited_s for r in results)
+    return (
+        f"time: {total:.1f} s, of which {waited:.1f} s waiting for the gateway ({waits} wait(s): rate limits and "
+        f"pace) and {max(0.0, total - waited):.1f} s the kit's own"
+    )
+
+
+def _waiting_section(results: list[Result]) -> list[str]:
+    """How often and how long each invariant waited for the gateway, apart from the kit's own time."""
+    lines = [
+        f"- **{r.invariant.id}**: {r.waits} wait(s), {r.waited_s:.1f} s of {r.seconds:.1f} s"
+        for r in results
+        if r.waits
+    ]
+    if not lines:
+        return []
+    return ["", "## Waiting for the gateway", "", f"{waiting_line(results)}.", "", *lines]
 
 
 def _warnings_section(results: list[Result]) -> list[str]:

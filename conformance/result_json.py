@@ -31,6 +31,7 @@ def result_to_json(result: Result) -> dict[str, Any]:
                 "case": _plain(f.case),
                 "evidence": _plain(f.evidence),
                 "shrunk": f.shrunk,
+                "cut_short": f.cut_short,
             }
             for f in result.failures
         ],
@@ -38,12 +39,15 @@ def result_to_json(result: Result) -> dict[str, Any]:
         "unjudged": result.unjudged,
         "reasons": dict(result.reasons),
         "warnings": list(result.warnings),
+        "waits": result.waits,
+        "waited_s": result.waited_s,
     }
 
 
 def result_from_json(data: dict[str, Any]) -> Result:
     failures = [
-        Failure(Status(f["kind"]), f["message"], f["case"], f["evidence"], f["shrunk"]) for f in data["failures"]
+        Failure(Status(f["kind"]), f["message"], f["case"], f["evidence"], f["shrunk"], f["cut_short"])
+        for f in data["failures"]
     ]
     return Result(
         CATALOGUE[data["invariant"]],
@@ -58,4 +62,6 @@ def result_from_json(data: dict[str, Any]) -> Result:
         data["unjudged"],
         data["reasons"],
         data["warnings"],
+        data["waits"],
+        data["waited_s"],
     )

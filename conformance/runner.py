@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import traceback
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -12,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, configuration, given, seed, settings
+from hypothesis.control import current_build_context, currently_in_test_context
 from hypothesis.database import DirectoryBasedExampleDatabase
+from hypothesis.reporting import with_reporter
 
 from conformance.catalogue import CATALOGUE, Invariant, SelectionError, resolve
 from conformance.errors import PreconditionNotMet, TargetError, TargetHung
@@ -47,7 +50,9 @@ class Failure:
     message: str
     case: Case | None
     evidence: dict[str, Any]
-    shrunk: bool = True  # False: the first failing example as found (--no-shrink, or a hang)
+    shrunk: bool = True  # False: the first failing example as found (--no-shrink, or a hang), or cut short
+    # True: shrinking was cut short at the shrink budget; the case is the smallest found by then.
+    cut_short: bool = False
 
 
 @dataclass
@@ -65,9 +70,13 @@ class Result:
     refused: int = 0
     unjudged: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
-    # Warnings raised while the property ran (Hypothesis's, the target's), each once: they go to the
-    # report, not into the middle of the progress line.
+    # Warnings raised while the property ran (Hypothesis's, the target's) and what Hypothesis reported
+    # (through hypothesis.reporting), each once: they go to the report, never to the terminal.
     warnings: list[str] = field(default_factory=list)
+    # How often, and for how many seconds in all, the target made the kit wait (rate limits, pace):
+    # part of ``seconds``, the gateway's time rather than the kit's.
+    waits: int = 0
+    waited_s: float = 0.0
 
     @property
     def judged(self) -> bool:
@@ -116,6 +125,40 @@ class RunOptions:
     # False: each failure is reported with the first example that showed it, not shrunk. Shrinking
     # replays the target hundreds of times; the verdict is the same either way.
     shrink: bool = True
+    # Seconds of wall-clock time shrinking may take per invariant, counted from its first failing
+    # example; past it each failure is reported with the smallest case found so far. None: no budget
+    # (default_shrink_budget gives each kind of target its own).
+    shrink_budget_s: float | None = None
+
+
+DEFAULT_SHRINK_BUDGET_S = 60.0
+
+
+def default_shrink_budget(target_kind: str) -> float | None:
+    """The shrink budget of a kind of target when none is given: 60 s over ``exec:`` and ``http://``
+    (each replay costs the gateway's round trips), none in process (``python:``, the reference)."""
+    return DEFAULT_SHRINK_BUDGET_S if target_kind in ("exec", "http") else None
+
+
+@dataclass
+class ShrinkBudget:
+    """How long shrinking may go on: ``seconds`` of wall-clock time from the first failing example
+    (None: no limit). ``clock`` gives the time in seconds (injectable for tests)."""
+
+    seconds: float | None
+    clock: Callable[[], float] = time.monotonic
+    first_failure_at: float | None = None
+
+    def failed(self) -> None:
+        """A failing example was seen: the first one starts the clock."""
+        if self.first_failure_at is None:
+            self.first_failure_at = self.clock()
+
+    def spent(self) -> bool:
+        """Whether more than ``seconds`` have passed since the first failing example."""
+        if self.seconds is None or self.first_failure_at is None:
+            return False
+        return self.clock() - self.first_failure_at > self.seconds
 
 
 def select(only: Iterable[str] | None) -> list[Property]:
@@ -188,15 +231,39 @@ def run_property(
     prop: Property, target: Target, options: RunOptions, checkpoint: Callable[[], None] | None = None
 ) -> Result:
     """``checkpoint`` is called before each example; it stops the run by raising a BaseException (an
-    interrupt the command noticed late)."""
+    interrupt the command noticed late). The result counts how often, and how long, the target made the
+    kit wait while the property ran (:func:`_waits`)."""
+    count, seconds = _waits(target)
+    result = _judged(prop, target, options, checkpoint)
+    now_count, now_seconds = _waits(target)
+    result.waits, result.waited_s = now_count - count, now_seconds - seconds
+    return result
+
+
+def _waits(target: Target) -> tuple[int, float]:
+    """The waits for the gateway so far (rate limits and the pace of an HTTP target; a target without
+    a ``waited()`` never makes the kit wait)."""
+    waited = getattr(target, "waited", None)
+    if waited is None:
+        return 0, 0.0
+    tally = waited()
+    return int(tally.count), float(tally.seconds)
+
+
+def _judged(
+    prop: Property, target: Target, options: RunOptions, checkpoint: Callable[[], None] | None = None
+) -> Result:
     lacking = _lacking(prop, target)
     if lacking is not None:
         return lacking
     seen = _Seen()
+    budget = ShrinkBudget(options.shrink_budget_s if options.shrink else None)
 
     def attempt(case: Case) -> None:
         if checkpoint is not None:
             checkpoint()
+        if budget.spent() and not _final_replay():
+            raise _OutOfBudget()
         seen.examples += 1
         evidence = Evidence()
         try:
@@ -208,6 +275,9 @@ def run_property(
             raise _Stopped(exc) from exc
         except BaseException as exc:
             seen.remember(exc, case, evidence)
+            if isinstance(exc, Exception):
+                seen.failed(exc, case, evidence)
+                budget.failed()
             raise
         else:
             seen.unobserved |= evidence.unobserved
@@ -218,19 +288,30 @@ def run_property(
     if options.seed is not None:
         test = seed(options.seed)(test)
     try:
-        with warnings.catch_warnings(record=True) as recorded, _examples_independent_of_loaded_modules():
+        with (
+            warnings.catch_warnings(record=True) as recorded,
+            with_reporter(seen.reported.append),
+            _examples_independent_of_loaded_modules(),
+        ):
             seen.warnings = recorded
             warnings.simplefilter("always")
             test()
     except _Stopped as stopped:
-        hung = _failure(stopped.hang, seen, shrunk=False)
+        hung = _failure(stopped.hang, *seen.behind(stopped.hang), shrunk=False)
         note = f" (the run stopped at example {seen.examples}, unshrunk: each further example may hang as long)"
         failure = replace(hung, message=hung.message + note)
         return seen.counted(_failed(prop, [failure], time.perf_counter() - started, seen.judged))
+    except _OutOfBudget:
+        note = f" (shrinking cut short after {budget.seconds:g} s: the smallest case found so far)"
+        failures = [
+            replace(failure, message=failure.message + note, cut_short=True)
+            for failure in (_failure(*found, shrunk=False) for found in seen.latest_failures())
+        ]
+        return seen.counted(_failed(prop, failures, time.perf_counter() - started, seen.judged))
     except BaseException as raised:
         if not isinstance(raised, Exception):  # KeyboardInterrupt, SystemExit: not a verdict
             raise
-        failures = [_failure(exc, seen, shrunk=options.shrink) for exc in _leaves(raised)]
+        failures = [_failure(exc, *seen.behind(exc), shrunk=options.shrink) for exc in _leaves(raised)]
         return seen.counted(_failed(prop, failures, time.perf_counter() - started, seen.judged))
     seconds = time.perf_counter() - started
     if seen.examples and seen.judged == 0:
@@ -276,6 +357,29 @@ class _Stopped(BaseException):
         self.hang = hang
 
 
+class _OutOfBudget(BaseException):
+    """Stops Hypothesis when the shrink budget is spent, as :class:`_Stopped` does a hang: no
+    further shrinking, and no replay."""
+
+
+def _final_replay() -> bool:
+    """Whether Hypothesis is replaying a minimal failure once more to report it (shrinking is
+    over then: the budget does not cut it short)."""
+    return currently_in_test_context() and bool(getattr(current_build_context(), "is_final", False))
+
+
+# A failure's origin as Hypothesis tells distinct failures apart: the exception's type and the file
+# and line that raised it.
+_Origin = tuple[type[BaseException], str, int]
+
+
+def _origin(exc: BaseException) -> _Origin:
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return type(exc), "", 0
+    return type(exc), frames[-1].filename, frames[-1].lineno or 0
+
+
 _REASON_PREFIX = {
     "refused": "the target refused the input: ",
     "transient": "rate-limited past the wait budget: ",
@@ -296,12 +400,14 @@ class _Seen:
 
     def __init__(self) -> None:
         self.warnings: list[warnings.WarningMessage] = []
+        self.reported: list[object] = []  # what Hypothesis reported (hypothesis.reporting)
         self.examples = 0
         self.refused = 0
         self.unjudged = 0
         self.reasons: dict[str, int] = {}
         self.unobserved: set[str] = set()
         self._raised: dict[int, tuple[BaseException, Case, Evidence]] = {}
+        self._latest: dict[_Origin, tuple[BaseException, Case, Evidence]] = {}
 
     @property
     def judged(self) -> int:
@@ -318,8 +424,18 @@ class _Seen:
     def counted(self, result: Result) -> Result:
         """``result`` with this run's counts of examples not judged and why, and its warnings."""
         result.refused, result.unjudged, result.reasons = self.refused, self.unjudged, dict(self.reasons)
-        result.warnings = list(dict.fromkeys(_warning_text(w) for w in self.warnings))
+        texts = [*(_warning_text(w) for w in self.warnings), *(_reported_text(r) for r in self.reported)]
+        result.warnings = list(dict.fromkeys(texts))
         return result
+
+    def failed(self, exc: Exception, case: Case, evidence: Evidence) -> None:
+        """A failing example. The latest of its origin stands for the smallest found so far: each one
+        shrinking tries is smaller than the best before it."""
+        self._latest[_origin(exc)] = (exc, case, evidence)
+
+    def latest_failures(self) -> list[tuple[BaseException, Case, Evidence]]:
+        """The latest failing example of each distinct failure, in the order they were first seen."""
+        return list(self._latest.values())
 
     def remember(self, exc: BaseException, case: Case, evidence: Evidence) -> None:
         self._raised[id(exc)] = (exc, case, evidence)
@@ -335,8 +451,17 @@ class _Seen:
 
 def _warning_text(caught: warnings.WarningMessage) -> str:
     """``HypothesisWarning: Generating overly large repr ...``, the first line and at most 300 characters."""
-    text = str(caught.message).strip().splitlines()[0] if str(caught.message).strip() else ""
-    return f"{caught.category.__name__}: {text[:300]}"
+    return f"{caught.category.__name__}: {_first_line(str(caught.message))[:300]}"
+
+
+def _reported_text(reported: object) -> str:
+    """``Hypothesis reported: WARNING: Hypothesis has spent more than five minutes ...``, the first
+    line that says something and at most 300 characters."""
+    return f"Hypothesis reported: {_first_line(str(reported))[:300]}"
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""
 
 
 def _leaves(raised: BaseException) -> list[BaseException]:
@@ -345,8 +470,7 @@ def _leaves(raised: BaseException) -> list[BaseException]:
     return [raised]
 
 
-def _failure(exc: BaseException, seen: _Seen, *, shrunk: bool = True) -> Failure:
-    case, evidence = seen.behind(exc)
+def _failure(exc: BaseException, case: Case | None, evidence: Evidence | None, *, shrunk: bool = True) -> Failure:
     items = evidence.items if evidence is not None else {}
     if isinstance(exc, TargetError):
         return Failure(Status.ERROR, f"the target misbehaved: {exc}", case, items, shrunk)
@@ -373,9 +497,7 @@ def replay_case(prop: Property, target: Target, case: Case) -> Result:
             Result(prop.invariant, Status.NOT_CHECKABLE, f"not checkable on this case: {_reason(exc)}", case)
         )
     except Exception as exc:
-        seen = _Seen()
-        seen.remember(exc, case, evidence)
-        return _failed(prop, [_failure(exc, seen)], time.perf_counter() - started, 1)
+        return _failed(prop, [_failure(exc, case, evidence)], time.perf_counter() - started, 1)
     seconds = time.perf_counter() - started
     if evidence.unobserved:
         message = _partial(evidence.unobserved)

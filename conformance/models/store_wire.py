@@ -18,7 +18,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.models.store import ARGUMENTS_TRUNCATION_JSON, TRUNCATION_MARKER, text_of, token
+from conformance.models.store import (
+    ARGUMENTS_TRUNCATION_JSON,
+    TRUNCATION_MARKER,
+    looks_like_json_document,
+    text_of,
+    token,
+)
 
 # A notice anywhere in the replayed text (the stored one starts a message's text).
 NOTICE_IN_TEXT = re.compile(r"\[\.\.\. (\d+) earlier message\(s\) dropped by the response store[^\]]*\]")
@@ -71,6 +77,13 @@ class Replayed:
                     return True
             at = self.text.find(TRUNCATION_MARKER, at + 1)
         return False
+
+    def compacted_more_than_json(self) -> bool:
+        """Whether the ``__truncated__`` document stands in the text more often than there are JSON
+        documents among the submitted arguments that are not there whole: then some other value (plain
+        text) was replaced by it. A JSON document under the budget may be replaced too, to fit the entry."""
+        documents = [a for a in call_arguments(self.submitted) if looks_like_json_document(a) and a not in self.text]
+        return self.text.count(ARGUMENTS_TRUNCATION_JSON) > len(documents)
 
     @property
     def has_cut_marker(self) -> bool:

@@ -12,20 +12,21 @@ import inspect
 import json
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from conformance.errors import GatewayGone, PreconditionNotMet, TargetError, TargetHung, TargetSpecError
 from conformance.example_tags import tagged
 from conformance.ls_handle import LsHandle
 from conformance.models.img import DEFAULT_HISTORY_BYTES, ENV_HISTORY, EXAMPLE_LIMITS, env_limit
-from conformance.refusals import refusal, wait_hint
+from conformance.refusals import refusal
 from conformance.targets._base import DeclaredOperations, check_result, observed
 from conformance.targets._http_store import DEFAULT_STORE_LIMITS, HttpStore, parse_store_limits
 from conformance.targets._launch import WIRINGS, LaunchedGateway, LaunchSpec, Wiring, describe_exit
 from conformance.targets._loopback import loopback_url
+from conformance.targets._pace import MAX_RPS, MIN_RPS, Patience, Waits
 from conformance.targets._scope import CALLER_SCOPES, DEFAULT_CALLER_SCOPE, Caller, CallerScope, parse_read_scope
 from conformance.targets._sse import sse_events, sse_lines
 from conformance.targets._stale import StaleConnection, once_more_if_stale, stale
@@ -59,7 +60,6 @@ def say(line: str) -> None:
 
 
 _CHAT_PATH = "/v1/chat/completions"
-_T = TypeVar("_T")
 _WIRING_NAMES: dict[str, Wiring] = {name: name for name in WIRINGS}
 _CLIENT_ONLY = frozenset({"self", "extra_headers", "extra_query", "extra_body", "timeout"})
 
@@ -83,6 +83,8 @@ class HttpOptions:
     rate_limit_wait_s: float = DEFAULT_RATE_LIMIT_WAIT_S
     # The per-user signal every request carries, and where bodyless requests carry it.
     caller_scope: CallerScope = field(default_factory=CallerScope)
+    # The fastest pace the kit sends requests at (None: as fast as the gateway's limiter lets it).
+    max_rps: float | None = None
 
 
 def http_options(
@@ -101,6 +103,7 @@ def http_options(
     rate_limit_wait_s: float | None = None,
     caller_scope: str | None = None,
     read_scope: Sequence[str] = (),
+    max_rps: float | None = None,
     prefix: str = "--",
 ) -> HttpOptions | None:
     """The options of the command line (``prefix``: ``--`` or ``--cascade-``) as HttpOptions;
@@ -119,6 +122,7 @@ def http_options(
         "rate-limit-wait": rate_limit_wait_s is not None,
         "caller-scope": caller_scope is not None,
         "read-scope": bool(read_scope),
+        "max-rps": max_rps is not None,
     }
     named = [f"{prefix}{name}" for name, present in given.items() if present]
     if not named:
@@ -143,6 +147,10 @@ def http_options(
         raise TargetSpecError(
             f"{prefix}rate-limit-wait is seconds from 0 (never wait) to {MAX_RATE_LIMIT_WAIT_S:g}, "
             f"got {rate_limit_wait_s:g}"
+        )
+    if max_rps is not None and not MIN_RPS <= max_rps <= MAX_RPS:
+        raise TargetSpecError(
+            f"{prefix}max-rps is requests per second from {MIN_RPS:g} to {MAX_RPS:g}, got {max_rps:g}"
         )
     if caller_scope is not None and caller_scope not in CALLER_SCOPES:
         raise TargetSpecError(f"{prefix}caller-scope must be one of {', '.join(CALLER_SCOPES)}, got {caller_scope!r}")
@@ -171,6 +179,7 @@ def http_options(
         store_limits=parse_store_limits(store_limits, f"{prefix}store-limits") if store_limits is not None else None,
         rate_limit_wait_s=DEFAULT_RATE_LIMIT_WAIT_S if rate_limit_wait_s is None else rate_limit_wait_s,
         caller_scope=CallerScope(caller_scope or DEFAULT_CALLER_SCOPE, reads),
+        max_rps=max_rps,
     )
 
 
@@ -223,7 +232,12 @@ class HttpTarget(DeclaredOperations):
             history_budget=_history_budget(options),
         )
         self._create_params: frozenset[str] | None = None
-        self.waited_s = 0.0  # how long the last request waited out rate limits
+        # Waits out rate limits within --rate-limit-wait and keeps the pace (the sleep looked up when
+        # taken, so a test can count the waits without taking them).
+        self._patience = Patience(
+            options.rate_limit_wait_s, options.max_rps, clock=lambda: _clock(), sleep=lambda s: _sleep(s), say=say
+        )
+        self._waiting = self._patience.run
         self._gateway: LaunchedGateway | None = None
         import openai
 
@@ -238,6 +252,15 @@ class HttpTarget(DeclaredOperations):
         except BaseException:
             self._http.close()
             raise
+
+    @property
+    def waited_s(self) -> float:
+        """How long the last request waited out rate limits."""
+        return self._patience.waited_s
+
+    def waited(self) -> Waits:
+        """Every wait for the gateway so far (rate limits and pace)."""
+        return self._patience.waits.copy()
 
     @property
     def url(self) -> str:
@@ -333,25 +356,6 @@ class HttpTarget(DeclaredOperations):
             lambda answer: (answer[0]["status"], answer[1], answer[0].get("body", answer[0].get("events"))),
             "the gateway",
         )[0]
-
-    def _waiting(self, attempt: Callable[[], _T], read: Callable[[_T], tuple[int, Any, Any]], who: str) -> _T:
-        """``attempt()`` until its answer (``read``: status, headers, body) is no rate limit (429, 503),
-        waiting as the gateway asks within ``--rate-limit-wait`` over all tries; the last answer."""
-        waited = 0.0
-        while True:
-            answer = attempt()
-            status, headers, body = read(answer)
-            wait = wait_hint(status, headers, body)
-            if wait is None or waited + wait > self._options.rate_limit_wait_s:
-                self.waited_s = waited
-                return answer
-            say(
-                f"  {who} answered {status} ({'rate limited' if status >= 300 else 'a transient error inside'}): "
-                f"waiting {wait:.1f} s as it asks, then trying again "
-                f"({self._options.rate_limit_wait_s - waited - wait:.0f} s of --rate-limit-wait left)"
-            )
-            _sleep(wait)
-            waited += wait
 
     def _chat_once(self, request: dict[str, Any], api_key: str) -> tuple[dict[str, Any], Mapping[str, str]]:
         return once_more_if_stale(lambda: self._chat_attempt(request, api_key), self._failed, f"POST {_CHAT_PATH}")

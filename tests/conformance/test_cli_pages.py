@@ -55,6 +55,9 @@ http:// targets (docs/adapters.md, 'Black-box HTTP targets'):
   --rate-limit-wait S   seconds the kit waits, over all retries of one request, when the gateway answers 429 or 503
                         with a wait (Retry-After, retry_after_ms); past it the example is left unjudged (default: 60;
                         0: never wait)
+  --max-rps N           the fastest pace the kit sends requests at, in requests per second (0.1 to 1000; default: as
+                        fast as the gateway takes them; after a rate limit the kit halves its pace and speeds up again
+                        step by step)
   --caller-scope SIGNAL
                         the per-user signal every request body carries, distinct per caller and per run: user,
                         safety_identifier, prompt_cache_key, metadata.conversation_id, metadata.session_id, none
@@ -70,11 +73,11 @@ RUN_HELP = (
 usage: cascade-conformance run [-h] [--target TARGET] [--call-timeout CALL_TIMEOUT] [--launch COMMAND]
                                [--launch-cwd DIR] [--launch-env NAME=VALUE] [--ls-wiring {dial,spawn,none}]
                                [--api-key API_KEY] [--model MODEL] [--ledger-path PATH] [--native-bridge]
-                               [--store-limits LIMITS] [--ready-timeout S] [--rate-limit-wait S]
+                               [--store-limits LIMITS] [--ready-timeout S] [--rate-limit-wait S] [--max-rps N]
                                [--caller-scope SIGNAL] [--read-scope header:NAME|query:NAME] [--only ONLY]
                                [--known-failures KNOWN_FAILURES] [--report REPORT] [--cache-dir CACHE_DIR]
                                [--profile {ci,thorough}] [--seed SEED] [--max-examples N] [--no-shrink]
-                               [--log-level {DEBUG,INFO,WARNING,ERROR}]
+                               [--shrink-budget S] [--log-level {DEBUG,INFO,WARNING,ERROR}]
 
 options:
   -h, --help            show this help message and exit
@@ -98,6 +101,9 @@ options:
   --no-shrink           report each failure with the example that first showed it, unshrunk: the same verdict, much
                         sooner over a slow gateway, but bigger counterexamples, and failures only shrinking tells
                         apart come as one
+  --shrink-budget S     seconds shrinking may take per invariant from its first failing example; then each failure is
+                        reported with the smallest case found so far (default: 60 for exec: and http:// targets, no
+                        limit for python: and the reference)
   --log-level {DEBUG,INFO,WARNING,ERROR}
                         log level of the reference implementations while they are checked (default ERROR: the engine
                         warns about every image it drops, which the properties provoke on purpose)
@@ -111,7 +117,7 @@ REPLAY_HELP = (
 usage: cascade-conformance replay [-h] [--target TARGET] [--call-timeout CALL_TIMEOUT] [--launch COMMAND]
                                   [--launch-cwd DIR] [--launch-env NAME=VALUE] [--ls-wiring {dial,spawn,none}]
                                   [--api-key API_KEY] [--model MODEL] [--ledger-path PATH] [--native-bridge]
-                                  [--store-limits LIMITS] [--ready-timeout S] [--rate-limit-wait S]
+                                  [--store-limits LIMITS] [--ready-timeout S] [--rate-limit-wait S] [--max-rps N]
                                   [--caller-scope SIGNAL] [--read-scope header:NAME|query:NAME]
                                   [--cache-dir CACHE_DIR]
                                   case
@@ -240,6 +246,22 @@ def test_every_command_has_its_help_page(argv: list[str], page: str, capsys: pyt
             "argument --log-level: invalid choice: 'TRACE' (choose from DEBUG, INFO, WARNING, ERROR)",
         ),
         (["run", "--seed", "x"], "argument --seed: invalid int value: 'x'"),
+        (
+            ["run", "--shrink-budget", "-1"],
+            "argument --shrink-budget: expected a non-negative finite number of seconds, got '-1'",
+        ),
+        (
+            ["run", "--shrink-budget", "nan"],
+            "argument --shrink-budget: expected a non-negative finite number of seconds, got 'nan'",
+        ),
+        (
+            ["run", "--shrink-budget", "inf"],
+            "argument --shrink-budget: expected a non-negative finite number of seconds, got 'inf'",
+        ),
+        (
+            ["run", "--shrink-budget", "soon"],
+            "argument --shrink-budget: expected seconds, a number such as 60 or 2.5, got 'soon'",
+        ),
         (
             ["replay", "c.json", "--ls-wiring", "pipe"],
             "argument --ls-wiring: invalid choice: 'pipe' (choose from dial, spawn, none)",

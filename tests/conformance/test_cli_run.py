@@ -10,6 +10,8 @@ from __future__ import annotations
 import io
 import json
 import logging
+import sys
+import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -329,6 +331,55 @@ def test_warnings_raised_while_a_property_runs_go_to_the_report_not_the_terminal
         "- **WIRE-1**: HypothesisWarning: Generating overly large repr. This is an expensive operation",
         "- **WIRE-1**: DeprecationWarning: a target's own deprecation",
     ]
+
+
+def _profile_line(report: Path) -> str:
+    (line,) = [ln for ln in (report / "report.md").read_text(encoding="utf-8").splitlines() if "- Profile:" in ln]
+    return line
+
+
+@pytest.mark.parametrize(
+    ("target", "flags", "shrinking"),
+    [
+        (NOTHING, [], "shrinking on"),
+        (NOTHING, ["--shrink-budget", "2.5"], "shrinking on (budget 2.5 s)"),
+        (NOTHING, ["--shrink-budget", "0"], "shrinking on (budget 0 s)"),
+        (f"exec:{sys.executable} -m conformance.adapter {NOTHING}", [], "shrinking on (budget 60 s)"),
+        (
+            f"exec:{sys.executable} -m conformance.adapter {NOTHING}",
+            ["--shrink-budget", "7"],
+            "shrinking on (budget 7 s)",
+        ),
+        (f"exec:{sys.executable} -m conformance.adapter {NOTHING}", ["--no-shrink"], "shrinking off"),
+    ],
+    ids=["python", "python-given", "python-zero", "exec", "exec-given", "exec-no-shrink"],
+)
+def test_the_report_shows_the_shrink_budget_given_or_the_targets_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str, flags: list[str], shrinking: str
+) -> None:
+    only_these(monkeypatch, toy("WIRE-1", PASSES))
+    assert main(["run", "--target", target, *flags, "--report", str(tmp_path)]) == 0
+    assert _profile_line(tmp_path) == f"- Profile: ci (derandomized), {shrinking}, the profile's examples per invariant"
+
+
+def test_a_failure_whose_shrinking_was_cut_short_is_reported_with_the_smallest_case_found_so_far(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def sums_past_500(target: Target, case: Case, evidence: Evidence) -> None:
+        time.sleep(0.001)
+        if sum(case["xs"]) > 500:
+            raise AssertionError("the numbers sum past 500")
+
+    cases = st.lists(st.integers(0, 1000), min_size=5, max_size=30).map(lambda xs: {"xs": xs})
+    only_these(monkeypatch, toy("WIRE-1", sums_past_500, cases=cases))
+    assert main(["run", "--target", NOTHING, "--shrink-budget", "0", "--report", str(tmp_path)]) == 1
+    message = "the numbers sum past 500 (shrinking cut short after 0 s: the smallest case found so far)"
+    assert f"\nWIRE-1 fail: {message}\n" in capsys.readouterr().out
+    report = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert f"\n```\n{message}\n```\n\nSmallest counterexample found before shrinking was cut short:\n" in report
+    saved = json.loads((tmp_path / "cases" / "wire-1.json").read_text(encoding="utf-8"))
+    assert saved["message"] == message
+    assert sum(saved["case"]["xs"]) > 500
 
 
 class _Terminal(io.StringIO):

@@ -252,6 +252,11 @@ def test_a_busy_gateway_is_waited_out_and_judged_as_an_idle_one(
     log = (tmp_path / "gateway-output.log").read_text(encoding="utf-8")
     assert "busy: answered 429" in log, log[-2000:]  # both kinds of busy answer were met and waited out
     assert "busy: answered an in-band error" in log, log[-2000:]
+    # The waits are the gateway's time, shown apart from the kit's: per invariant in the progress lines and
+    # report.md, in all in the summary.
+    assert re.search(r"\ntime: [\d.]+ s, of which [\d.]+ s waiting for the gateway \(\d+ wait\(s\)", out), out
+    report = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert "\n## Waiting for the gateway\n" in report, report
 
 
 # ---------------------------------------------------------------------- a polling gateway

@@ -92,3 +92,25 @@ def test_the_cut_marker_is_seen_without_its_leading_blank_line() -> None:
 def test_call_arguments_of_both_shapes() -> None:
     chat = {"role": "assistant", "content": None, "tool_calls": [{"function": {"name": "w", "arguments": "{}"}}]}
     assert call_arguments([message(0), call(ARGS), chat, {"role": "tool", "content": "ok"}]) == [ARGS, "{}"]
+
+
+PLAIN = "path=/tmp/a\n" + "y" * 200
+
+
+@pytest.mark.parametrize(
+    ("submitted", "replayed_calls", "replaced"),
+    [
+        # A JSON document under the budget compacted to fit the entry, the plain text cut: no plain text replaced
+        # (the verdict foreigngw's correct store once got wrongly).
+        ([call(ARGS), call(PLAIN)], [ARGUMENTS_TRUNCATION_JSON, PLAIN[:60] + TRUNCATION_MARKER], False),
+        ([call(PLAIN)], [ARGUMENTS_TRUNCATION_JSON], True),  # the plain text replaced by the document
+        ([call(ARGS), call(PLAIN)], [ARGUMENTS_TRUNCATION_JSON, ARGUMENTS_TRUNCATION_JSON], True),  # both
+        ([call(ARGS), call(PLAIN)], [ARGS, ARGUMENTS_TRUNCATION_JSON], True),  # the document is there whole
+        ([call(ARGS), call(PLAIN)], [ARGS, PLAIN], False),
+    ],
+)
+def test_plain_text_replaced_by_the_truncated_document_is_told_from_a_compacted_json_document(
+    submitted: list[dict[str, Any]], replayed_calls: list[str], replaced: bool
+) -> None:
+    lines = [f"Assistant called write({arguments})" for arguments in replayed_calls]
+    assert Replayed(framed(f"User: {token(1)} hi", *lines), submitted).compacted_more_than_json() is replaced

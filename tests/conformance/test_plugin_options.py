@@ -38,6 +38,7 @@ OPTION_VALUES = [
     ("--cascade-only", "WIRE-1"),
     ("--cascade-known-failures", "known.yaml"),
     ("--cascade-no-shrink", None),
+    ("--cascade-shrink-budget", "5"),
     ("--cascade-launch", "gw --port {port}"),
     ("--cascade-launch-cwd", "gw"),
     ("--cascade-launch-env", "A=1"),
@@ -122,7 +123,11 @@ def test_a_gateway_that_ends_during_the_session_ends_it_with_exit_2(pytester: py
 
 @pytest.mark.parametrize(
     ("option", "value"),
-    [(o, v) for o, v in OPTION_VALUES if o.removeprefix("--cascade-") not in ("only", "known-failures", "no-shrink")],
+    [
+        (o, v)
+        for o, v in OPTION_VALUES
+        if o.removeprefix("--cascade-") not in ("only", "known-failures", "no-shrink", "shrink-budget")
+    ],
 )
 def test_an_http_option_with_another_target_is_a_usage_error_naming_it(
     pytester: pytest.Pytester, option: str, value: str | None
@@ -235,6 +240,8 @@ HELP = (
     "--cascade-known-failures=CASCADE_KNOWN_FAILURES JSON/YAML list of invariants expected to fail "
     "--cascade-no-shrink report each failure with the first example that showed it, unshrunk (sooner over a slow "
     "gateway) "
+    "--cascade-shrink-budget=S seconds shrinking may take per invariant from its first failure, then the smallest "
+    "case found so far is reported (default: 60 for exec: and http:// targets, no limit in process) "
     "--cascade-report=CASCADE_REPORT where the suite writes report.md, junit.xml and a case file per failure, as "
     "cascade-conformance run does (default: reports/conformance) "
     "--cascade-cache-dir=CASCADE_CACHE_DIR where Hypothesis keeps its storage while the suite runs "
@@ -253,6 +260,7 @@ HELP = (
     "--cascade-rate-limit-wait=S seconds to wait out 429/503 answers per request (default: 60) "
     "--cascade-store-limits=LIMITS the gateway's response store limits: max_messages=N,max_entry_bytes=SIZE "
     "(default: the reference's) "
+    "--cascade-max-rps=N the fastest pace in requests per second (default: as fast as the gateway takes them) "
     "--cascade-caller-scope=SIGNAL the per-user signal request bodies carry: user, safety_identifier, "
     "prompt_cache_key, metadata.conversation_id, metadata.session_id, none (default: user) "
     "--cascade-read-scope=header:NAME|query:NAME repeatable: header:NAME or query:NAME"
@@ -277,6 +285,14 @@ def test_help_documents_every_option_of_the_suite(pytester: pytest.Pytester) -> 
             "argument --cascade-ls-wiring: invalid choice: 'socket' (choose from ?dial?, ?spawn?, ?none?)",
         ),
         (("--cascade-ready-timeout", "soon"), "argument --cascade-ready-timeout: invalid float value: 'soon'"),
+        (
+            ("--cascade-shrink-budget", "-1"),
+            "argument --cascade-shrink-budget: expected a non-negative finite number of seconds, got '-1'",
+        ),
+        (
+            ("--cascade-shrink-budget", "nan"),
+            "argument --cascade-shrink-budget: expected a non-negative finite number of seconds, got 'nan'",
+        ),
     ],
 )
 def test_a_value_outside_an_options_choices_is_a_usage_error(

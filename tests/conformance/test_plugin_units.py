@@ -22,6 +22,7 @@ from conformance.pytest_plugin import (
     _shown,
     verdict_rows,
 )
+from conformance.result_json import result_from_json, result_to_json
 from conformance.runner import Failure, Result, Status
 from tests.conformance.plugin_support import IMPLEMENTS_NOTHING, INNER_RUN_OPTIONS
 
@@ -138,6 +139,32 @@ def test_every_distinct_failure_is_shown_numbered_with_its_own_case() -> None:
         "--- failure 2 of 2 ---\na valid client encoding was rejected\n\nminimal counterexample:\n"
         '{\n  "method": "SendUserCascadeMessage",\n  "raw_hex": ""\n}'
     )
+
+
+@pytest.mark.parametrize(
+    ("shrunk", "cut_short", "heading"),
+    [
+        (True, False, "minimal counterexample"),
+        (False, False, "counterexample (as found, not shrunk)"),
+        (False, True, "smallest counterexample found before shrinking was cut short"),
+    ],
+)
+def test_a_failure_says_whether_its_case_was_shrunk_or_cut_short_also_from_an_xdist_worker(
+    shrunk: bool, cut_short: bool, heading: str
+) -> None:
+    failure = Failure(Status.FAIL, "decoded fields differ", CASE, {}, shrunk=shrunk, cut_short=cut_short)
+    result = _failed(Status.FAIL, failure)
+    expected = f"decoded fields differ\n\n{heading}:\n{CASE_SHOWN}"
+    assert _failures_text(result) == expected
+    handed_over = result_from_json(result_to_json(result))  # what an xdist worker hands the controller
+    assert handed_over.failures == [failure]
+    assert _failures_text(handed_over) == expected
+
+
+def test_the_waits_for_the_gateway_are_handed_over_from_an_xdist_worker() -> None:
+    result = Result(WIRE_1, Status.PASS, seconds=9.0, examples=3, waits=2, waited_s=4.5)
+    handed_over = result_from_json(result_to_json(result))
+    assert (handed_over.waits, handed_over.waited_s, handed_over.seconds) == (2, 4.5, 9.0)
 
 
 # ---------------------------------------------------------------------------- verdicts

@@ -89,7 +89,11 @@ def test_a_listed_invariant_whose_target_errors_fails_saying_an_error_is_no_verd
 
 @pytest.mark.parametrize(
     ("extra", "heading"),
-    [((), "minimal counterexample"), (("--cascade-no-shrink",), "counterexample (as found, not shrunk)")],
+    [
+        ((), "minimal counterexample"),
+        (("--cascade-no-shrink",), "counterexample (as found, not shrunk)"),
+        (("--cascade-shrink-budget", "0"), "smallest counterexample found before shrinking was cut short"),
+    ],
 )
 def test_a_failing_invariant_fails_with_its_statement_and_minimal_case(
     pytester: pytest.Pytester, extra: tuple[str, ...], heading: str

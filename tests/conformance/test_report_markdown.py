@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conformance.catalogue import CATALOGUE
-from conformance.report import RunInfo, save_failure_cases, write_markdown
+from conformance.report import RunInfo, save_failure_cases, waiting_line, write_markdown
 from conformance.runner import Failure, Result, Status
 from tests.conformance.report_support import TARGET, failed
 
@@ -33,10 +33,17 @@ def _markdown(
 
 
 @pytest.mark.parametrize(
-    ("shrunk", "heading"), [(True, "Minimal counterexample:"), (False, "Counterexample (as found, not shrunk):")]
+    ("shrunk", "cut_short", "heading"),
+    [
+        (True, False, "Minimal counterexample:"),
+        (False, False, "Counterexample (as found, not shrunk):"),
+        (False, True, "Smallest counterexample found before shrinking was cut short:"),
+    ],
 )
-def test_the_case_heading_says_whether_the_case_was_shrunk(tmp_path: Path, shrunk: bool, heading: str) -> None:
-    failure = Failure(Status.FAIL, "wrong", {"n": 7}, {}, shrunk=shrunk)
+def test_the_case_heading_says_whether_the_case_was_shrunk_or_its_shrinking_cut_short(
+    tmp_path: Path, shrunk: bool, cut_short: bool, heading: str
+) -> None:
+    failure = Failure(Status.FAIL, "wrong", {"n": 7}, {}, shrunk=shrunk, cut_short=cut_short)
     lines = _markdown([failed("SO-1", [failure])], tmp_path)
     assert [line for line in lines if "ounterexample" in line] == [heading]
 
@@ -278,7 +285,23 @@ def test_evidence_that_is_not_json_is_shown_as_text(tmp_path: Path) -> None:
             ],
         ),
         (
-            RunInfo("0.1.0", "thorough", 1234, False, 5, "2026-12-03T12:00:00+00:00"),
+            RunInfo("0.1.0", "ci", None, True, None, "2026-12-03T12:00:00+00:00", shrink_budget_s=60.0),
+            [
+                "- Kit: cascade-conformance 0.1.0",
+                "- Profile: ci (derandomized), shrinking on (budget 60 s), the profile's examples per invariant",
+                "- Started: 2026-12-03T12:00:00+00:00",
+            ],
+        ),
+        (
+            RunInfo("0.1.0", "ci", None, True, None, "2026-12-03T12:00:00+00:00", shrink_budget_s=0.5),
+            [
+                "- Kit: cascade-conformance 0.1.0",
+                "- Profile: ci (derandomized), shrinking on (budget 0.5 s), the profile's examples per invariant",
+                "- Started: 2026-12-03T12:00:00+00:00",
+            ],
+        ),
+        (
+            RunInfo("0.1.0", "thorough", 1234, False, 5, "2026-12-03T12:00:00+00:00", shrink_budget_s=60.0),
             [
                 "- Kit: cascade-conformance 0.1.0",
                 "- Profile: thorough (seed 1234), shrinking off, at most 5 examples per invariant",
@@ -291,3 +314,31 @@ def test_the_report_says_what_was_run(tmp_path: Path, info: RunInfo, lines: list
     path = write_markdown([Result(CATALOGUE["WIRE-1"], Status.PASS)], tmp_path / "r.md", TARGET, None, {}, info=info)
     text = path.read_text(encoding="utf-8").splitlines()
     assert text[:7] == ["# Conformance report", "", f"Target: `{TARGET}`", "", *lines]
+
+
+# --- waiting for the gateway ---------------------------------------------------------------------
+
+
+def test_the_time_spent_waiting_for_the_gateway_is_shown_apart_per_invariant(tmp_path: Path) -> None:
+    results = [
+        Result(CATALOGUE["SO-1"], Status.PASS, seconds=30.0, examples=6, waits=4, waited_s=12.5),
+        Result(CATALOGUE["SO-3"], Status.PASS, seconds=5.0, examples=6),
+        Result(CATALOGUE["ACC-2"], Status.PASS, seconds=10.25, examples=6, waits=1, waited_s=0.25),
+    ]
+    def lines_of(chosen: list[Result]) -> list[str]:
+        path = write_markdown(chosen, tmp_path / f"{len(chosen)}.md", TARGET, "http://127.0.0.1:8000", {})
+        return path.read_text(encoding="utf-8").split("\n")
+
+    lines = lines_of(results)
+    start = lines.index("## Waiting for the gateway")
+    assert lines[start : start + 6] == [
+        "## Waiting for the gateway",
+        "",
+        "time: 45.2 s, of which 12.8 s waiting for the gateway (5 wait(s): rate limits and pace) and 32.5 s the "
+        "kit's own.",
+        "",
+        "- **SO-1**: 4 wait(s), 12.5 s of 30.0 s",
+        "- **ACC-2**: 1 wait(s), 0.2 s of 10.2 s",
+    ]
+    assert waiting_line(results[1:2]) is None  # no wait, no line (and no section)
+    assert "## Waiting for the gateway" not in lines_of(results[1:2])

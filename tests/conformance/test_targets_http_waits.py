@@ -91,13 +91,14 @@ def test_a_rate_limit_is_waited_out_as_the_gateway_asks_then_tried_again(
     assert answer == {"status": 200, "body": COMPLETION}
     assert slept == [1.5, 0.4]
     assert target.waited_s == pytest.approx(1.9)
+    assert (target.waited().count, target.waited().seconds) == (2, pytest.approx(1.9))
     assert seen == ["/v1/chat/completions"] * 3
     lines = capsys.readouterr().err.splitlines()
     assert lines == [
         "  the gateway answered 429 (rate limited): waiting 1.5 s as it asks, then trying again (58 s of "
-        "--rate-limit-wait left)",
+        "--rate-limit-wait left; pace now 10 requests/s)",
         "  the gateway answered 429 (rate limited): waiting 0.4 s as it asks, then trying again (58 s of "
-        "--rate-limit-wait left)",
+        "--rate-limit-wait left; pace now 5 requests/s)",
     ]
 
 
@@ -171,7 +172,7 @@ def test_an_error_body_in_a_200_that_says_later_is_waited_out_as_its_text_asks(
     assert seen == ["/v1/chat/completions"] * 2
     assert capsys.readouterr().err.splitlines() == [
         "  the gateway answered 200 (a transient error inside): waiting 15.0 s as it asks, then trying again (45 s "
-        "of --rate-limit-wait left)"
+        "of --rate-limit-wait left; pace now 10 requests/s)"
     ]
 
 
