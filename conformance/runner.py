@@ -256,14 +256,15 @@ def _judged(
     lacking = _lacking(prop, target)
     if lacking is not None:
         return lacking
-    seen = _Seen()
     budget = ShrinkBudget(options.shrink_budget_s if options.shrink else None)
+    seen = _Seen(budget)
+    checkpoint = _within_budget(checkpoint, budget)
 
+    # Hypothesis derives a derandomized run's examples from this function's source: a change to it
+    # changes every example the ci profile draws. Keep what it does in the helpers it calls.
     def attempt(case: Case) -> None:
         if checkpoint is not None:
             checkpoint()
-        if budget.spent() and not _final_replay():
-            raise _OutOfBudget()
         seen.examples += 1
         evidence = Evidence()
         try:
@@ -275,9 +276,6 @@ def _judged(
             raise _Stopped(exc) from exc
         except BaseException as exc:
             seen.remember(exc, case, evidence)
-            if isinstance(exc, Exception):
-                seen.failed(exc, case, evidence)
-                budget.failed()
             raise
         else:
             seen.unobserved |= evidence.unobserved
@@ -357,6 +355,19 @@ class _Stopped(BaseException):
         self.hang = hang
 
 
+def _within_budget(checkpoint: Callable[[], None] | None, budget: ShrinkBudget) -> Callable[[], None]:
+    """``checkpoint``, then a stop (:class:`_OutOfBudget`) once the shrink budget is spent; Hypothesis's
+    final replay of a shrunk failure is never cut."""
+
+    def check() -> None:
+        if checkpoint is not None:
+            checkpoint()
+        if budget.spent() and not _final_replay():
+            raise _OutOfBudget()
+
+    return check
+
+
 class _OutOfBudget(BaseException):
     """Stops Hypothesis when the shrink budget is spent, as :class:`_Stopped` does a hang: no
     further shrinking, and no replay."""
@@ -398,7 +409,8 @@ class _Seen:
 
     _KEEP = 64
 
-    def __init__(self) -> None:
+    def __init__(self, budget: ShrinkBudget | None = None) -> None:
+        self.budget = budget if budget is not None else ShrinkBudget(None)
         self.warnings: list[warnings.WarningMessage] = []
         self.reported: list[object] = []  # what Hypothesis reported (hypothesis.reporting)
         self.examples = 0
@@ -438,6 +450,11 @@ class _Seen:
         return list(self._latest.values())
 
     def remember(self, exc: BaseException, case: Case, evidence: Evidence) -> None:
+        """The case and evidence behind ``exc``; a failing example (an Exception) also starts the
+        shrink budget's clock and stands for the smallest case of its origin so far."""
+        if isinstance(exc, Exception):
+            self.failed(exc, case, evidence)
+            self.budget.failed()
         self._raised[id(exc)] = (exc, case, evidence)
         while len(self._raised) > self._KEEP:  # only the final replays matter; they come last
             del self._raised[next(iter(self._raised))]

@@ -52,6 +52,8 @@ PROBE_TIMEOUT_S = 10.0
 # and the rate-limit wait's sleep (so a test can count the waits without taking them).
 _clock = time.monotonic
 _sleep = time.sleep
+# The pace's clock, apart from the stream deadline's (a test controls each alone).
+_pace_clock = time.monotonic
 
 
 def say(line: str) -> None:
@@ -235,7 +237,7 @@ class HttpTarget(DeclaredOperations):
         # Waits out rate limits within --rate-limit-wait and keeps the pace (the sleep looked up when
         # taken, so a test can count the waits without taking them).
         self._patience = Patience(
-            options.rate_limit_wait_s, options.max_rps, clock=lambda: _clock(), sleep=lambda s: _sleep(s), say=say
+            options.rate_limit_wait_s, options.max_rps, clock=lambda: _pace_clock(), sleep=lambda s: _sleep(s), say=say
         )
         self._waiting = self._patience.run
         self._gateway: LaunchedGateway | None = None

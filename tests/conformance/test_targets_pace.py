@@ -100,7 +100,7 @@ def test_waits_are_counted_and_summed() -> None:
 
 def test_after_a_rate_limit_the_target_slows_down_and_tallies_every_wait(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = _Clock()
-    monkeypatch.setattr(_http, "_clock", clock)
+    monkeypatch.setattr(_http, "_pace_clock", clock)
     monkeypatch.setattr(_http, "_sleep", clock.sleep)
     with queued(cooling(1500), (200, {}, COMPLETION)) as (url, seen):
         target = HttpTarget(url, HttpOptions(rate_limit_wait_s=10))
