@@ -325,6 +325,7 @@ def test_the_time_spent_waiting_for_the_gateway_is_shown_apart_per_invariant(tmp
         Result(CATALOGUE["SO-3"], Status.PASS, seconds=5.0, examples=6),
         Result(CATALOGUE["ACC-2"], Status.PASS, seconds=10.25, examples=6, waits=1, waited_s=0.25),
     ]
+
     def lines_of(chosen: list[Result]) -> list[str]:
         path = write_markdown(chosen, tmp_path / f"{len(chosen)}.md", TARGET, "http://127.0.0.1:8000", {})
         return path.read_text(encoding="utf-8").split("\n")
