@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.errors import PreconditionNotMet, TargetError, excerpt
+from conformance.errors import InputRefused, PreconditionNotMet, TargetError, excerpt
 from conformance.example_tags import tagged
 from conformance.ls_handle import InProcessLs, LsHandle
 from conformance.refusals import refusal
@@ -68,7 +68,9 @@ class GatewayUnderTest:
         from a cache or a pooled cascade filled by an earlier one)."""
         return f"{text} [case {self.run_tag}]"
 
-    def chat(self, request: Mapping[str, Any], *, caller: int = 0) -> ChatAnswer:
+    def chat(self, request: Mapping[str, Any], *, caller: int = 0, refusal_judged: bool = False) -> ChatAnswer:
+        """The gateway's answer to ``request``. A refusal leaves the example unjudged (it raises), except a
+        4xx refusal of the input when ``refusal_judged``: then it is the answer the property judges."""
         body = {"model": self.model, **request}
         if self._scoped_body is not None:
             body = self._scoped_body(body, caller)
@@ -77,7 +79,7 @@ class GatewayUnderTest:
         self.exchanges.append({"request": excerpt(body), "caller": caller, "answer": result.summary()})
         said = result.events if result.streamed else result.body
         refused = refusal("POST /v1/chat/completions", result.status, said, waited_s=_waited(self.target))
-        if refused is not None:
+        if refused is not None and not (refusal_judged and isinstance(refused, InputRefused)):
             raise refused
         return result
 

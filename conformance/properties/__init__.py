@@ -30,6 +30,7 @@ _FAMILY_MODULES = (
     "conformance.properties.acc",
     "conformance.properties.store",
     "conformance.properties.att",
+    "conformance.properties.req",
 )
 
 

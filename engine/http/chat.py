@@ -28,6 +28,7 @@ from engine.cascade.errors import CascadeError
 from engine.cascade.polling import CascadeDelta
 from engine.chat.cache import CachedAnswer, ResponseCache, cache_key
 from engine.chat.ledger import Ledger
+from engine.chat.stop import StopCut
 from engine.chat.structured_output import extract_json_payload, structured_output_violation, violation_error_body
 from engine.chat.tool_markup import ParsedToolCall, ToolMarkupParser, tool_preamble
 from engine.conversation import ConversationEngine, PendingTurn, TurnOptions
@@ -107,14 +108,20 @@ class ChatService:
         out: Sink = emit if buffered is None else buffered.append
         turn = _Turn()
         parser = ToolMarkupParser(id_seed=uuid.uuid4().hex) if request.tools else None
+        stop = StopCut(request.stop)
 
-        def deliver_text(text: str) -> None:
+        def emit_text(text: str) -> None:
             if text:
                 turn.text.append(text)
                 out(ChatEvent("content", text=text))
 
+        def deliver_text(text: str) -> None:
+            emit_text(stop.feed(text))
+
         def deliver_segments(segments: list[str | ParsedToolCall]) -> None:
             for segment in segments:
+                if stop.hit:
+                    return  # the answer ended at the stop sequence: nothing after it is delivered
                 if isinstance(segment, ParsedToolCall):
                     turn.calls.append(segment)
                     out(ChatEvent("tool_call", call=segment))
@@ -130,7 +137,12 @@ class ChatService:
                     deliver_segments(parser.feed(delta.text))
                 else:
                     deliver_text(delta.text)
-            elif delta.kind == "tool_call" and delta.tool_call is not None and not delta.tool_call.native:
+            elif (
+                delta.kind == "tool_call"
+                and delta.tool_call is not None
+                and not delta.tool_call.native
+                and not stop.hit
+            ):
                 call = delta.tool_call
                 parsed = ParsedToolCall(id=call.id, name=call.name, arguments=call.arguments_json or "{}")
                 turn.calls.append(parsed)
@@ -151,6 +163,7 @@ class ChatService:
             return
         if parser is not None:
             deliver_segments(parser.finish())
+        emit_text(stop.finish())
         result = pending.outcome.result
         self.ledger.record_token_usage(result.usage)
         self.ledger.record_account_spend(self.account, result.usage)
@@ -171,7 +184,8 @@ class ChatService:
             prompt_chars=sum(len(str(m.get("content") or "")) for m in request.messages),
             completion_chars=len(text),
         )
-        self._commit(pending, text, turn.calls)
+        if not stop.hit:  # a cut answer is not what the cascade holds: the next turn must not resume it
+            self._commit(pending, text, turn.calls)
         thinking = "".join(turn.thinking)
         if key is not None and not turn.calls and (text or thinking):
             self.cache.put(

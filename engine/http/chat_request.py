@@ -15,6 +15,11 @@ from engine.model_catalogue import ModelCatalogue, ModelInfo
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 _NUMBER_PARAMS = ("temperature", "top_p", "frequency_penalty", "presence_penalty")
 _COUNT_PARAMS = ("max_tokens", "max_completion_tokens")
+# Parameters the LS cannot honour: refused unless they ask for the default (REQ-2).
+_PENALTIES = ("frequency_penalty", "presence_penalty")
+_MAX_STOP_SEQUENCES = 4
+# A conversation ends with something to answer: a user message or tool results.
+_ANSWERABLE_LAST = frozenset({"user", "tool"})
 
 
 @dataclass(frozen=True)
@@ -28,6 +33,7 @@ class ChatRequest:
     tool_choice: object
     schema: Mapping[str, Any] | None
     wants_json: bool
+    stop: tuple[str, ...] = ()
     session_id: str | None = None  # the durable session the request names (X-Session-Id), engine.http.sessions
 
 
@@ -47,6 +53,8 @@ def parse_chat_request(body: object, catalogue: ModelCatalogue) -> ChatRequest:
     if n is not None and (isinstance(n, bool) or n != 1):
         raise bad_request("only n=1 is supported", param="n")
     check_sampling_params(body, numbers=_NUMBER_PARAMS, counts=_COUNT_PARAMS)
+    refuse_unservable(body)
+    stop = stop_sequences(body.get("stop"))
     tools = body.get("tools")
     tool_choice = body.get("tool_choice")
     try:
@@ -71,6 +79,7 @@ def parse_chat_request(body: object, catalogue: ModelCatalogue) -> ChatRequest:
         tool_choice=tool_choice,
         schema=schema,
         wants_json=wants_json,
+        stop=stop,
     )
 
 
@@ -104,6 +113,45 @@ def check_sampling_params(body: Mapping[str, Any], *, numbers: Sequence[str], co
             raise bad_request(f"'{name}' must be a positive integer", param=name)
 
 
+def refuse_unservable(body: Mapping[str, Any]) -> None:
+    """400 for what the LS cannot do as asked, rather than a 200 that ignored it: log probabilities, a
+    seed, a non-zero penalty, a logit bias (REQ-2). The defaults (absent, null, false, 0, {}) pass."""
+    if body.get("logprobs") not in (None, False):
+        raise bad_request(
+            "'logprobs' is not supported: the language server reports no token probabilities", param="logprobs"
+        )
+    if body.get("top_logprobs") is not None:
+        raise bad_request(
+            "'top_logprobs' is not supported: the language server reports no token probabilities", param="top_logprobs"
+        )
+    if body.get("seed") is not None:
+        raise bad_request("'seed' is not supported: the language server cannot sample deterministically", param="seed")
+    for name in _PENALTIES:
+        if body.get(name) not in (None, 0):
+            raise bad_request(f"'{name}' is not supported: only 0 (the default) is served", param=name)
+    if body.get("logit_bias") not in (None, {}):
+        raise bad_request(
+            "'logit_bias' is not supported: the language server takes no token biases", param="logit_bias"
+        )
+
+
+def stop_sequences(value: object) -> tuple[str, ...]:
+    """``stop`` as up to four non-empty strings (a string is one); absent or null is none."""
+    if value is None:
+        return ()
+    sequences = [value] if isinstance(value, str) else value
+    if (
+        not isinstance(sequences, list)
+        or not 1 <= len(sequences) <= _MAX_STOP_SEQUENCES
+        or not all(isinstance(s, str) and s for s in sequences)
+    ):
+        raise bad_request(
+            f"'stop' must be a non-empty string or an array of 1 to {_MAX_STOP_SEQUENCES} non-empty strings",
+            param="stop",
+        )
+    return tuple(sequences)
+
+
 def optional_bool(holder: Mapping[str, Any], key: str, *, where: str | None = None) -> bool:
     value = holder.get(key)
     if value is None:
@@ -135,7 +183,34 @@ def _messages(value: object) -> list[Mapping[str, Any]]:
             _tool_calls(calls, where)
         if content is None and role != "assistant":
             raise bad_request(f"{where}.content is required for role {role}", param=where)
+    _something_to_answer(value)
     return value
+
+
+def _something_to_answer(messages: list[Mapping[str, Any]]) -> None:
+    """The last message is a user message with text or an image, or tool results (REQ-2)."""
+    last = messages[-1]
+    where = f"messages[{len(messages) - 1}]"
+    if last.get("role") not in _ANSWERABLE_LAST:
+        raise bad_request(
+            f"nothing to answer: the conversation ends with role {last.get('role')}, not user or tool",
+            param=where,
+        )
+    if last.get("role") == "user" and not _has_input(last.get("content")):
+        raise bad_request("nothing to answer: the last user message is empty", param=where)
+
+
+def _has_input(content: object) -> bool:
+    if isinstance(content, str):
+        return bool(content.strip())
+    if isinstance(content, list):
+        for part in content:
+            if part.get("type") == "text":
+                if isinstance(part.get("text"), str) and part["text"].strip():
+                    return True
+            elif part.get("type") is not None:
+                return True  # an image, a file: something to look at
+    return False
 
 
 def _tool_calls(calls: object, where: str) -> None:

@@ -76,6 +76,7 @@ FULL = {
         "STORE-7": P,
         "STORE-8": P,
     },
+    "REQ": {"REQ-2": P},  # stop cut, what it cannot serve refused
 }
 
 
@@ -128,6 +129,7 @@ LEAN = {
     # SO-2: it caches nothing, resumes nothing and has no ledger: nothing a violating turn is kept in.
     "OFF,SO,ACC": FULL["OFF,SO,ACC"] | {"OFF-2": NC, "OFF-4": NC, "SO-2": NC, "ACC-2": NC},
     "STORE": dict.fromkeys(FULL["STORE"], NC),
+    "REQ": {"REQ-2": P},  # it refuses stop: that honours REQ-2 too
 }
 
 
@@ -153,6 +155,7 @@ def test_the_lean_personality_is_not_checkable_for_what_it_lacks_and_fails_nothi
         ("splice-arguments", "STORE", {"STORE-1"}),
         # No notice at all: STORE-7 says the stored conversation still carries one when both limits bind.
         ("silent-count-drop", "STORE", {"STORE-4", "STORE-7"}),
+        ("stop-ignored", "REQ", {"REQ-2"}),
     ],
 )
 def test_each_seed_defect_fails_exactly_its_invariants(
@@ -190,6 +193,7 @@ SCOPED = {
     "IMG": FULL["IMG"],
     "OFF,SO,ACC": FULL["OFF,SO,ACC"],
     "STORE": FULL["STORE"],
+    "REQ": FULL["REQ"],
 }
 
 

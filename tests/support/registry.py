@@ -13,7 +13,6 @@ NOT_YET_IMPLEMENTED = frozenset(
     {
         "ACC-4",
         "REQ-1",
-        "REQ-2",
         "SCOPE-1",
         "SCOPE-2",
         "SCOPE-3",

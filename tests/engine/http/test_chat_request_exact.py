@@ -187,7 +187,97 @@ def test_token_counts_must_be_positive_integers(name: str, value: object) -> Non
 def test_accepted_sampling_values_at_their_edges() -> None:
     body = {"temperature": 0, "top_p": 1.5, "frequency_penalty": -2, "max_tokens": 1, "max_completion_tokens": 1}
     check_sampling_params(body, numbers=("temperature", "top_p", "frequency_penalty"), counts=("max_tokens",))
-    parse_chat_request({"model": MODEL, "messages": HI, "n": 1, **body}, CATALOGUE)
+    served = {**body, "frequency_penalty": 0, "presence_penalty": 0.0}
+    parse_chat_request({"model": MODEL, "messages": HI, "n": 1, **served}, CATALOGUE)
+
+
+DEFAULTS: dict[str, Any] = {
+    "logprobs": False,
+    "top_logprobs": None,
+    "seed": None,
+    "frequency_penalty": 0,
+    "logit_bias": {},
+}
+
+
+def test_unservable_parameters_at_their_defaults_are_served() -> None:
+    parse_chat_request({"model": MODEL, "messages": HI, **DEFAULTS, "presence_penalty": 0}, CATALOGUE)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("logprobs", True, "'logprobs' is not supported: the language server reports no token probabilities"),
+        ("top_logprobs", 0, "'top_logprobs' is not supported: the language server reports no token probabilities"),
+        ("seed", 0, "'seed' is not supported: the language server cannot sample deterministically"),
+        ("seed", 42, "'seed' is not supported: the language server cannot sample deterministically"),
+        ("frequency_penalty", 0.01, "'frequency_penalty' is not supported: only 0 (the default) is served"),
+        ("presence_penalty", -2, "'presence_penalty' is not supported: only 0 (the default) is served"),
+        ("logit_bias", {"50256": -100}, "'logit_bias' is not supported: the language server takes no token biases"),
+    ],
+)
+def test_a_parameter_the_ls_cannot_honour_is_refused(name: str, value: object, message: str) -> None:
+    error = _refusal({"model": MODEL, "messages": HI, name: value})
+    assert (error.status, error.message, error.param) == (400, message, name)
+
+
+STOP_RULE = "'stop' must be a non-empty string or an array of 1 to 4 non-empty strings"
+
+
+@pytest.mark.parametrize(
+    ("stop", "parsed"),
+    [(None, ()), ("x", ("x",)), (["a"], ("a",)), (["a", "b", "c", "d"], ("a", "b", "c", "d")), (["\n\n"], ("\n\n",))],
+)
+def test_stop_sequences_up_to_four(stop: object, parsed: tuple[str, ...]) -> None:
+    assert parse_chat_request({"model": MODEL, "messages": HI, "stop": stop}, CATALOGUE).stop == parsed
+
+
+@pytest.mark.parametrize("stop", ["", [], ["a", "b", "c", "d", "e"], [""], ["a", 5], 5, {"a": 1}])
+def test_a_malformed_stop_is_refused(stop: object) -> None:
+    error = _refusal({"model": MODEL, "messages": HI, "stop": stop})
+    assert (error.status, error.message, error.param) == (400, STOP_RULE, "stop")
+
+
+@pytest.mark.parametrize(
+    ("messages", "message", "param"),
+    [
+        (
+            [*HI, {"role": "assistant", "content": "hello"}],
+            "nothing to answer: the conversation ends with role assistant, not user or tool",
+            "messages[1]",
+        ),
+        (
+            [{"role": "system", "content": "be brief"}],
+            "nothing to answer: the conversation ends with role system, not user or tool",
+            "messages[0]",
+        ),
+        ([{"role": "user", "content": ""}], "nothing to answer: the last user message is empty", "messages[0]"),
+        ([{"role": "user", "content": " \n\t"}], "nothing to answer: the last user message is empty", "messages[0]"),
+        ([{"role": "user", "content": []}], "nothing to answer: the last user message is empty", "messages[0]"),
+        (
+            [{"role": "user", "content": [{"type": "text", "text": "  "}]}],
+            "nothing to answer: the last user message is empty",
+            "messages[0]",
+        ),
+    ],
+)
+def test_a_conversation_with_nothing_to_answer_is_refused(
+    messages: list[dict[str, Any]], message: str, param: str
+) -> None:
+    error = _refusal({"model": MODEL, "messages": messages})
+    assert (error.status, error.message, error.param) == (400, message, param)
+
+
+@pytest.mark.parametrize(
+    "last",
+    [
+        {"role": "user", "content": "x"},
+        {"role": "user", "content": [{"type": "text", "text": " "}, {"type": "image_url", "image_url": {"url": "u"}}]},
+        {"role": "tool", "content": "", "tool_call_id": "c1"},
+    ],
+)
+def test_a_user_message_with_one_character_an_image_or_tool_results_is_answered(last: dict[str, Any]) -> None:
+    parse_chat_request({"model": MODEL, "messages": [last]}, CATALOGUE)
 
 
 def test_optional_bool_names_the_key_unless_told_where() -> None:
@@ -206,7 +296,7 @@ def test_a_minimal_request_takes_every_default() -> None:
     assert request.model == CATALOGUE.get(MODEL)
     assert list(request.messages) == HI
     assert (request.stream, request.include_usage, request.tools, request.tool_choice) == (False, False, [], None)
-    assert (request.schema, request.wants_json, request.session_id) == (None, False, None)
+    assert (request.schema, request.wants_json, request.session_id, request.stop) == (None, False, None, ())
 
 
 def test_every_option_reaches_the_request() -> None:

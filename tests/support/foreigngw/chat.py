@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.support.foreigngw.entries import chat_conversation, has_text
+from tests.support.foreigngw.entries import ASSISTANT, CALL, chat_conversation, has_text
 from tests.support.foreigngw.http_io import GatewayError, Reply, bad_request, dumps, not_implemented
 from tests.support.foreigngw.lsclient import OnGrowth
 from tests.support.foreigngw.markup import parse_tools
@@ -21,7 +21,29 @@ from tests.support.foreigngw.structured import CODE as NOT_CONFORMING
 from tests.support.foreigngw.structured import chat_schema
 
 UNSUPPORTED = ("seed", "logit_bias", "logprobs", "top_logprobs", "n")
+PENALTIES = ("frequency_penalty", "presence_penalty")
+MODELS = ("claude-sonnet-4-6", "claude-opus-4-7-medium", "gpt-5", "swe-1-5")
 EMPTY_CONTENT = "The last user message has empty content; send text with images"
+
+
+def _stop(settings: Settings, value: Any) -> tuple[str, ...]:
+    """The stop sequences asked for; the lean personality serves none (400)."""
+    if value is None:
+        return ()
+    if not settings.full:
+        raise bad_request("stop is not supported by this gateway", "unsupported_parameter", param="stop")
+    stops = [value] if isinstance(value, str) else value
+    if not isinstance(stops, list) or not 0 < len(stops) <= 4 or not all(isinstance(s, str) and s for s in stops):
+        raise bad_request("stop must be a string or up to 4 strings", param="stop")
+    return tuple(stops)
+
+
+def cut_at_stop(settings: Settings, text: str, stops: tuple[str, ...]) -> str:
+    """``text`` before the earliest stop sequence."""
+    if settings.defect("stop-ignored"):
+        return text  # the defect: accepted, then ignored
+    ends = [text.find(s) for s in stops if s in text]
+    return text[: min(ends)] if ends else text
 
 
 def usage_document(answer: Answer) -> dict[str, Any]:
@@ -44,11 +66,15 @@ def turn_request(settings: Settings, caller: str | None, body: Any) -> TurnReque
     if not isinstance(body, Mapping):
         raise bad_request("the request body must be a JSON object")
     given = [name for name in UNSUPPORTED if body.get(name) is not None]
+    given += [name for name in PENALTIES if body.get(name) not in (None, 0)]
     if given:
         raise bad_request(f"Unsupported sampling parameter(s): {', '.join(given)}", "unsupported_parameter")
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise bad_request("model is required", param="model")
+    if model not in MODELS:
+        raise GatewayError(404, f"unknown model {model!r}", "invalid_request_error", "model_not_found")
+    stop = _stop(settings, body.get("stop"))
     tools = parse_tools(body.get("tools"))
     conversation = chat_conversation(body.get("messages"))
     if not settings.full and (tools or conversation.has_tool_traffic()):
@@ -56,8 +82,10 @@ def turn_request(settings: Settings, caller: str | None, body: Any) -> TurnReque
     current = conversation.current_index()
     if current < 0 or not has_text(conversation.entries[current].content):
         raise bad_request(EMPTY_CONTENT, "empty_user_content", param="messages")
+    if conversation.entries[-1].kind in (ASSISTANT, CALL):
+        raise bad_request("the conversation must end with a user or tool message", param="messages")
     schema = chat_schema(body.get("response_format"))
-    return TurnRequest(caller, model, conversation, tools, schema)
+    return TurnRequest(caller, model, conversation, tools, schema, stop=stop)
 
 
 def handle(settings: Settings, runner: Runner, caller: str | None, body: Any, reply: Reply) -> None:
@@ -66,7 +94,8 @@ def handle(settings: Settings, runner: Runner, caller: str | None, body: Any, re
     completion_id = f"chatcmpl-{secrets.token_hex(12)}"
     if body.get("stream") is not True:
         answer = runner.run(request)
-        message: dict[str, Any] = {"role": "assistant", "content": answer.content or (None if answer.calls else "")}
+        content = cut_at_stop(settings, answer.content, request.stop)
+        message: dict[str, Any] = {"role": "assistant", "content": content or (None if answer.calls else "")}
         if answer.calls:
             message["tool_calls"] = _tool_calls(answer)
         choice = {"index": 0, "message": message, "finish_reason": "tool_calls" if answer.calls else "stop"}
@@ -125,11 +154,11 @@ def _holder(held: list[tuple[str, str]]) -> OnGrowth:
 
 
 def _stream(settings: Settings, runner: Runner, request: TurnRequest, chunks: _Chunks, include_usage: bool) -> None:
-    live = not request.tools and request.schema is None
+    live = not request.tools and request.schema is None and not request.stop
     windows = PollWindows(chunks.text, chunks.reasoning, settings.polling)
     # With a schema (and no tools) what the polls found is held until the answer validates, then sent as it came.
     held: list[tuple[str, str]] = []
-    on_growth = windows.found if live else (_holder(held) if not request.tools else None)
+    on_growth = windows.found if live else (_holder(held) if not request.tools and not request.stop else None)
     try:
         answer = runner.run(request, on_growth)
     except GatewayError as exc:
@@ -148,8 +177,9 @@ def _stream(settings: Settings, runner: Runner, request: TurnRequest, chunks: _C
     for thinking, text in held:
         windows.found(thinking, text)
     windows.flush()
-    if answer.content.startswith(chunks.sent) and len(answer.content) > len(chunks.sent):
-        chunks.text(answer.content[len(chunks.sent) :])
+    content = cut_at_stop(settings, answer.content, request.stop)
+    if content.startswith(chunks.sent) and len(content) > len(chunks.sent):
+        chunks.text(content[len(chunks.sent) :])
     if answer.calls:
         deltas = [{"index": i, **call} for i, call in enumerate(_tool_calls(answer))]
         chunks.frame({"tool_calls": deltas})

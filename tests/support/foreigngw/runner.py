@@ -37,6 +37,7 @@ class TurnRequest:
     tools: tuple[ToolSpec, ...] = ()
     schema: Mapping[str, Any] | None = None
     resumable: bool = True
+    stop: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -182,7 +183,8 @@ class Runner:
     def _cache_key(self, request: TurnRequest) -> str:
         entries = [[e.kind, e.content, e.name, e.arguments, e.call_id] for e in request.conversation.entries]
         conversation = [request.conversation.system, entries]
-        return _canonical([request.caller, request.model, conversation, request.schema, _tools_key(request.tools)])
+        tools = _tools_key(request.tools)
+        return _canonical([request.caller, request.model, conversation, request.schema, tools, list(request.stop)])
 
     def _take_pooled(self, request: TurnRequest) -> _Pooled | None:
         entries = request.conversation.entries

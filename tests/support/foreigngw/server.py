@@ -25,7 +25,6 @@ from tests.support.foreigngw.runner import Runner
 from tests.support.foreigngw.settings import Settings, SettingsError, load_settings
 from tests.support.foreigngw.store import ResponseStore
 
-MODELS = ("claude-sonnet-4-6", "claude-opus-4-7-medium", "gpt-5", "swe-1-5")
 MAX_BODY_BYTES = 64 * 1024 * 1024
 _RESPONSE_PATH = re.compile(r"^/v1/responses/([^/]+)$")
 
@@ -138,7 +137,11 @@ class Handler(BaseHTTPRequestHandler):
     def _get(self, key: str, path: str) -> None:
         if path == "/v1/models":
             self.json(
-                200, {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "foreigngw"} for m in MODELS]}
+                200,
+                {
+                    "object": "list",
+                    "data": [{"id": m, "object": "model", "owned_by": "foreigngw"} for m in chat.MODELS],
+                },
             )
             return
         found = _RESPONSE_PATH.match(path)

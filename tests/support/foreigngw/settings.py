@@ -18,6 +18,7 @@ DEFECTS = frozenset(
         "silent-count-drop",
         "cache-hit-without-usage",
         "schema-stream-merged",
+        "stop-ignored",
     }
 )
 PERSONALITIES = ("full", "lean", "scoped")

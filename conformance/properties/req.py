@@ -1,0 +1,95 @@
+"""REQ: requests as the client sent them (gateway-fixes.md P2, P9), end to end through a gateway.
+
+REQ-2 sends a request the fake's scripted answer lets the kit judge: with ``stop``, the delivered text
+must be the scripted answer cut before its first stop sequence (:mod:`conformance.models.req`), or the
+request refused; with a parameter the LS cannot honour, or nothing to answer, a 4xx that reached no
+Send. A 200 that ignored the parameter fails. Cases come from :mod:`conformance.strategies.req`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.gateway import ChatAnswer, GatewayUnderTest, open_gateway
+from conformance.models.journal import sends
+from conformance.models.req import text_before_stop
+from conformance.models.stream import StreamView
+from conformance.properties import Case, Evidence, invariant_property
+from conformance.strategies.req import nothing_to_answer, parameter_cases
+from conformance.targets import Target
+
+_USAGE = {"input_tokens": 12, "output_tokens": 7}
+_NEVER_ASKED = "an answer the gateway should not have asked for"
+
+
+def _answer_of(answer: ChatAnswer) -> tuple[str, list[str], list[dict[str, Any]]]:
+    """The delivered content, finish reasons and error objects of a 200 answer, streamed or not."""
+    if answer.events is not None:
+        view = StreamView(answer.events)
+        return view.content, view.finish_reasons, view.errors
+    body = answer.body if isinstance(answer.body, dict) else {}
+    choices = [c for c in body.get("choices") or () if isinstance(c, dict)]
+    content = "".join(str((c.get("message") or {}).get("content") or "") for c in choices)
+    finishes = [str(c["finish_reason"]) for c in choices if c.get("finish_reason")]
+    errors = [body["error"]] if isinstance(body.get("error"), dict) else []
+    return content, finishes, errors
+
+
+def _refused(answer: ChatAnswer) -> bool:
+    """A 4xx, or a stream that carries only an error: the gateway declined the request as asked."""
+    if 400 <= answer.status < 500:
+        return True
+    if answer.status == 200 and answer.events is not None:
+        content, _, errors = _answer_of(answer)
+        view = StreamView(answer.events)
+        return bool(errors) and not content and not view.tool_calls
+    return False
+
+
+def _request(gw: GatewayUnderTest, case: Case) -> tuple[dict[str, Any], str]:
+    """The request a case sends, and what it asks that the gateway must honour or refuse."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": gw.tag(case["prompt"])}]
+    request: dict[str, Any] = {"messages": messages, "stream": case["stream"]}
+    kind = case["kind"]
+    if kind == "stop":
+        request["stop"] = case["stop"]
+        return request, f"stop={case['stop']!r}"
+    if kind == "parameter":
+        request.update(case["parameter"])
+        return request, ", ".join(f"{k}={v!r}" for k, v in case["parameter"].items())
+    if kind == "unknown model":
+        request["model"] = f"no-such-model-{gw.run_tag}"
+        return request, f"the unknown model {request['model']!r}"
+    messages.extend(nothing_to_answer(case["ending"]))
+    return request, f"a conversation with nothing to answer ({case['ending']})"
+
+
+@invariant_property("REQ-2", needs=("gateway.chat",), cases=parameter_cases, max_examples=30)
+def parameters_honoured_or_refused(target: Target, case: Case, evidence: Evidence) -> None:
+    """``stop`` cuts the delivered text before the first stop sequence (finish ``stop``), streamed or not;
+    ``n`` > 1, log probabilities, a seed, a penalty, a logit bias, an unknown model and a conversation with
+    nothing to answer get a 4xx before any Send. Either may be refused; neither may be a 200 that ignored it."""
+    pieces = case.get("pieces") or [_NEVER_ASKED]
+    scenario = {"turns": [{"chunks": [{"text": piece} for piece in pieces], "records": [_USAGE]}]}
+    with open_gateway(target, scenario) as gw:
+        request, asked = _request(gw, case)
+        answer = gw.chat(request, refusal_judged=True)
+        entries = gw.journal()
+    evidence.add("exchanges", gw.exchanges)
+    upstream = len(sends(entries))
+    if _refused(answer):
+        evidence.add("refused", answer.status)
+        assert upstream == 0, f"the gateway refused {asked} only after sending the turn to the LS ({upstream} Send)"
+        return
+    if case["kind"] != "stop":
+        assert answer.status != 200, f"the gateway answered 200 to {asked}, ignoring it (a 4xx was due)"
+        raise AssertionError(f"the gateway answered {answer.status} to {asked}; a request it cannot serve gets a 4xx")
+    assert answer.status == 200, f"the gateway answered {answer.status} to {asked}"
+    content, finishes, errors = _answer_of(answer)
+    assert not errors, f"the answer to {asked} carried an error: {errors[0]}"
+    expected = text_before_stop("".join(pieces), case["stop"])
+    assert content == expected, (
+        f"with {asked} the delivered text is not the answer cut before its first stop sequence\n"
+        f"  expected: {expected!r}\n  got:      {content!r}"
+    )
+    assert finishes == ["stop"], f"with {asked} the finish reasons are {finishes}, expected ['stop']"

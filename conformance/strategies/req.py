@@ -1,0 +1,67 @@
+"""REQ: requests as the client sent them. REQ-2's cases: an answer cut by ``stop``, and requests a
+gateway cannot serve as asked (each carrying one such parameter or nothing to answer)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from conformance.strategies.text import unicode_text
+from conformance.targets import Target
+
+Case = dict[str, Any]
+
+# Each unservable parameter with the values that ask for something the LS cannot do.
+_UNSERVABLE: dict[str, st.SearchStrategy[Any]] = {
+    "n": st.integers(2, 8),
+    "logprobs": st.just(True),
+    "top_logprobs": st.integers(0, 20),
+    "seed": st.integers(-(2**31), 2**31 - 1),
+    "frequency_penalty": st.sampled_from([-2.0, -0.5, 0.25, 1, 2.0]),
+    "presence_penalty": st.sampled_from([-2.0, -0.5, 0.25, 1, 2.0]),
+    "logit_bias": st.dictionaries(st.integers(0, 100_000).map(str), st.integers(-100, 100), min_size=1, max_size=3),
+}
+# Conversations with nothing to answer: the last message as it goes (the first user message is tagged).
+_NOTHING_TO_ANSWER: dict[str, list[dict[str, Any]]] = {
+    "ends with the assistant": [{"role": "assistant", "content": "Anything else?"}],
+    "empty user text": [{"role": "user", "content": ""}],
+    "whitespace user text": [{"role": "user", "content": " \n\t "}],
+    "empty parts": [{"role": "user", "content": [{"type": "text", "text": ""}]}],
+}
+
+
+@st.composite
+def _answer_and_stops(draw: st.DrawFn) -> tuple[list[str], list[str]]:
+    """An answer in 1-6 pieces (frames), and 1-4 stop sequences: most taken from the answer itself
+    (often across a piece boundary), some that never occur."""
+    pieces = draw(st.lists(unicode_text(min_size=1, max_size=30), min_size=1, max_size=6))
+    text = "".join(pieces)
+    inside = st.integers(0, len(text) - 1).flatmap(
+        lambda start: st.integers(start + 1, min(len(text), start + 6)).map(lambda end: text[start:end])
+    )
+    absent = unicode_text(min_size=1, max_size=6).filter(lambda s: s not in text)
+    stops = draw(st.lists(st.one_of(inside, inside, absent), min_size=1, max_size=4))
+    return pieces, stops
+
+
+@st.composite
+def parameter_cases(draw: st.DrawFn, target: Target) -> Case:
+    kind = draw(st.sampled_from(["stop", "stop", "parameter", "unknown model", "nothing to answer"]))
+    case: Case = {"kind": kind, "stream": draw(st.booleans()), "prompt": draw(unicode_text(min_size=1, max_size=30))}
+    if kind == "stop":
+        pieces, stops = draw(_answer_and_stops())
+        case.update(pieces=pieces, stop=stops[0] if len(stops) == 1 and draw(st.booleans()) else stops)
+    elif kind == "parameter":
+        name = draw(st.sampled_from(sorted(_UNSERVABLE)))
+        case.update(parameter={name: draw(_UNSERVABLE[name])})
+    elif kind == "nothing to answer":
+        case.update(ending=draw(st.sampled_from(sorted(_NOTHING_TO_ANSWER))))
+    return case
+
+
+def nothing_to_answer(ending: str) -> list[dict[str, Any]]:
+    """The messages a "nothing to answer" case ends its conversation with, after its first user message
+    (an empty user message follows an answer, so the conversation is otherwise well formed)."""
+    last = dict(_NOTHING_TO_ANSWER[ending][0])
+    return [last] if last["role"] == "assistant" else [{"role": "assistant", "content": "Sure."}, last]
