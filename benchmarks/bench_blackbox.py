@@ -71,9 +71,10 @@ def _argv(gateway: str, report: Path) -> list[str]:
         for pair in (*(_SCOPED_ENV if gateway == "scoped" else _FOREIGN_ENV), *extra):
             argv += ["--launch-env", pair]
         if gateway != "scoped":
-            return [*argv, *_SMALL_STORE, "--api-key", "fk-1", "--api-key", "fk-2"]
-        return [*argv, "--store-limits", "max_messages=400,max_entry_bytes=100k", "--api-key", "fk-1", *_READS]
-    argv += [*_SMALL_STORE, "--launch", _ENGINE, "--api-key", "bk-1", "--api-key", "bk-2"]
+            return [*argv, *_SMALL_STORE, "--api-key", "fk-1", "--api-key", "fk-2", "--cache-writes", "apart"]
+        scoped = ["--store-limits", "max_messages=400,max_entry_bytes=100k", "--api-key", "fk-1", *_READS]
+        return [*argv, *scoped, "--cache-writes", "apart"]
+    argv += [*_SMALL_STORE, "--launch", _ENGINE, "--api-key", "bk-1", "--api-key", "bk-2", "--cache-writes", "prompt"]
     return [*argv, "--ledger-path", "/v1/ledger", *_READS]
 
 

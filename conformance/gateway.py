@@ -50,15 +50,24 @@ ScopedBody = Callable[[Mapping[str, Any], int], dict[str, Any]]
 
 class GatewayUnderTest:
     """``scoped_body``: the request body as caller N sends it (an HTTP target adds the caller's per-user
-    signal, --caller-scope); None: as given."""
+    signal, --caller-scope); None: as given. ``cache_writes``: where the gateway declares its usage counts
+    the LS's cache-write tokens ("prompt" or "apart"; None: undeclared)."""
 
     def __init__(
-        self, target: Target, ls: LsHandle, api_keys: Sequence[str], model: str, scoped_body: ScopedBody | None = None
+        self,
+        target: Target,
+        ls: LsHandle,
+        api_keys: Sequence[str],
+        model: str,
+        scoped_body: ScopedBody | None = None,
+        *,
+        cache_writes: str | None = None,
     ) -> None:
         self.target = target
         self.ls = ls
         self.api_keys = list(api_keys)
         self.model = model
+        self.cache_writes = cache_writes
         self._scoped_body = scoped_body
         self.run_tag = uuid.uuid4().hex[:12]
         self.exchanges: list[dict[str, Any]] = []
@@ -109,14 +118,27 @@ def open_gateway(target: Target, scenario: Mapping[str, Any]) -> Iterator[Gatewa
         target.next_example()  # type: ignore[attr-defined]
         defaults = target.gateway_defaults()  # type: ignore[attr-defined]
         scoped_body = getattr(target, "scoped_body", None)
-        yield GatewayUnderTest(target, handle, defaults["api_keys"], defaults["model"], scoped_body)
+        yield GatewayUnderTest(
+            target,
+            handle,
+            defaults["api_keys"],
+            defaults["model"],
+            scoped_body,
+            cache_writes=defaults.get("cache_writes"),
+        )
         return
     if "gateway.start" not in target.operations():
         raise TargetError(f"{target.description} implements gateway.chat but not gateway.start, which it needs")
     with FakeLSThread(csrf_token=_CSRF, scenario=parse_scenario(dict(scenario), source="gateway scenario")) as fake:
         started = target.call("gateway.start", ls_address=fake.address, csrf_token=_CSRF)
         try:
-            yield GatewayUnderTest(target, InProcessLs(fake, _CSRF), started["api_keys"], started["model"])
+            yield GatewayUnderTest(
+                target,
+                InProcessLs(fake, _CSRF),
+                started["api_keys"],
+                started["model"],
+                cache_writes=started.get("cache_writes"),
+            )
         finally:
             if "gateway.stop" in target.operations():
                 target.call("gateway.stop")

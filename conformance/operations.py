@@ -220,13 +220,16 @@ _GATEWAY_OPERATIONS = (
     Operation(
         name="gateway.start",
         summary="Start a fresh gateway (empty cache, ledger and pool) whose language server is the one at "
-        "ls_address; answers the API keys (each a caller identity) and the model name to use in requests.",
+        "ls_address; answers the API keys (each a caller identity), the model name to use in requests and, "
+        "optionally, where its usage counts the LS's cache-write tokens (prompt: in prompt_tokens; apart: not).",
         params=_object({"ls_address": {"type": "string"}, "csrf_token": {"type": "string"}}),
         result=_object(
             {
                 "api_keys": {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1},
                 "model": {"type": "string", "minLength": 1},
-            }
+                "cache_writes": {"enum": ["prompt", "apart"]},
+            },
+            required=["api_keys", "model"],
         ),
     ),
     Operation(

@@ -30,6 +30,9 @@ CALLER_SCOPE_CHOICES = (
     "none",
 )
 
+# Where a gateway's usage counts the LS's cache-write tokens (ACC-4): in prompt_tokens, or apart from it.
+CACHE_WRITES_CHOICES = ("prompt", "apart")
+
 Front = Literal["cli", "pytest"]
 PREFIXES: dict[Front, str] = {"cli": "--", "pytest": "--cascade-"}
 
@@ -154,6 +157,15 @@ HTTP_FLAGS: tuple[HttpFlag, ...] = (
         "reference's)",
     ),
     HttpFlag(
+        "cache-writes",
+        "cache_writes",
+        metavar="WHERE",
+        choices=CACHE_WRITES_CHOICES,
+        cli_help="where the gateway's usage counts the LS's cache-write tokens: prompt (in prompt_tokens) or apart "
+        "(not in it); ACC-4 judges prompt_tokens by it (default: undeclared, either passes, ACC-4 partially)",
+        pytest_help="where usage counts cache-write tokens: prompt or apart (default: undeclared)",
+    ),
+    HttpFlag(
         "rate-limit-wait",
         "rate_limit_wait_s",
         metavar="S",
@@ -206,6 +218,7 @@ _HELP_ORDER: dict[Front, tuple[str, ...]] = {
         "ledger-path",
         "native-bridge",
         "store-limits",
+        "cache-writes",
         "ready-timeout",
         "rate-limit-wait",
         "max-rps",
@@ -224,6 +237,7 @@ _HELP_ORDER: dict[Front, tuple[str, ...]] = {
         "ready-timeout",
         "rate-limit-wait",
         "store-limits",
+        "cache-writes",
         "max-rps",
         "caller-scope",
         "read-scope",

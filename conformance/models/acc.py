@@ -23,3 +23,25 @@ def usage_numbers(usage: object) -> dict[str, Any] | None:
     if not isinstance(usage, dict):
         return None
     return {k: usage.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+
+
+# Where a gateway's usage counts the LS's cache-write tokens (ACC-4): its declared policy.
+CACHE_WRITES_IN_PROMPT = "prompt"
+CACHE_WRITES_APART = "apart"
+
+
+def billed(records: list[dict[str, int] | None]) -> dict[str, int]:
+    """The sums of a turn's generator records by category (records without usage add nothing)."""
+    return {name: sum((record or {}).get(field, 0) for record in records) for name, field in CATEGORIES.items()}
+
+
+def prompt_tokens(sums: dict[str, int], cache_writes: str) -> int:
+    """``prompt_tokens`` under a cache-write policy: fresh input and cache reads, plus cache writes when
+    the gateway counts them as prompt."""
+    writes = sums["cache_write"] if cache_writes == CACHE_WRITES_IN_PROMPT else 0
+    return sums["input"] + sums["cache_read"] + writes
+
+
+def usage_frames(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The stream chunks that carry a usage object (``"usage": null`` is none)."""
+    return [chunk for chunk in chunks if isinstance(chunk.get("usage"), dict)]

@@ -11,11 +11,19 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.gateway import ChatAnswer, GatewayUnderTest, open_gateway
-from conformance.models.acc import no_tokens, usage_numbers
-from conformance.models.journal import accepted_sends, delta, served_tokens
+from conformance.models.acc import (
+    CACHE_WRITES_APART,
+    CACHE_WRITES_IN_PROMPT,
+    billed,
+    no_tokens,
+    prompt_tokens,
+    usage_frames,
+    usage_numbers,
+)
+from conformance.models.journal import META, accepted_sends, delta, served_tokens
 from conformance.models.stream import StreamView
 from conformance.properties import SCOPE_HINT, Case, Evidence, invariant_property, require
-from conformance.strategies.acc import repeat_cases, replay_usage_cases, request_mixes
+from conformance.strategies.acc import repeat_cases, replay_usage_cases, request_mixes, usage_mapping_cases
 from conformance.targets import Target
 
 _QUESTIONS = ("What is the capital of Peru?", "Name a prime above 100.", "Summarise the plot of Hamlet.")
@@ -121,3 +129,76 @@ def ledgers_equal_upstream_turns(target: Target, case: Case, evidence: Evidence)
     assert all(row["credit"] == 0 for row in flagged), f"cache-served rows charged credit: {flagged}"
     charged = round(sum(row["credit"] for row in rows), 9)
     assert gained["credits"] == charged, f"credits grew {gained['credits']}, the rows charge {charged}"
+
+
+def _judge_usage(
+    usage: dict[str, Any], sums: dict[str, int], policy: str | None, evidence: Evidence, where: str
+) -> None:
+    """``usage`` against the sums of the turn's records, under the gateway's declared cache-write policy."""
+    completion, prompt = usage.get("completion_tokens"), usage.get("prompt_tokens")
+    assert completion == sums["output"], (
+        f"{where}: completion_tokens {completion}, the records' output tokens sum to {sums['output']}"
+    )
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+    if cached is None:
+        evidence.not_observed("cached tokens (no prompt_tokens_details.cached_tokens)")
+    else:
+        assert isinstance(prompt, int), f"{where}: prompt_tokens is {prompt!r}, not a number"
+        assert cached <= prompt, f"{where}: cached_tokens {cached} > prompt_tokens {prompt}"
+        assert cached == sums["cache_read"], (
+            f"{where}: cached_tokens {cached}, the records' cache reads sum to {sums['cache_read']}"
+        )
+    policies = (policy,) if policy is not None else (CACHE_WRITES_IN_PROMPT, CACHE_WRITES_APART)
+    if policy is None and sums["cache_write"]:
+        evidence.not_observed("where cache writes are counted (undeclared; --cache-writes prompt|apart declares it)")
+    expected = {p: prompt_tokens(sums, p) for p in policies}
+    assert prompt in expected.values(), (
+        f"{where}: prompt_tokens {prompt}; the records give "
+        + " or ".join(f"{n} (cache writes {p})" for p, n in expected.items())
+        + f" (input {sums['input']}, cache reads {sums['cache_read']}, cache writes {sums['cache_write']})"
+    )
+    reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
+    if isinstance(reasoning, int):
+        assert reasoning <= completion, f"{where}: reasoning_tokens {reasoning} > completion_tokens {completion}"
+
+
+@invariant_property("ACC-4", needs=("gateway.chat",), cases=usage_mapping_cases, max_examples=15)
+def usage_maps_the_billed_records_once(target: Target, case: Case, evidence: Evidence) -> None:
+    """One scripted turn asked twice, streamed and not: each answer's usage maps the turn's generator records
+    (completion = output; cached = cache reads, never above prompt; prompt = input + cache reads, plus cache
+    writes where the gateway declares it counts them); a stream carries usage in one frame at most (exactly
+    one when include_usage asks), with the non-stream answer's figures."""
+    turn = _turn(case["answer"], case["thinking"], {})
+    turn["records"] = case["records"]
+    answers: dict[bool, ChatAnswer] = {}
+    with open_gateway(target, {"turns": [turn, turn]}) as gw:
+        for stream in (True, False) if case["stream_first"] else (False, True):
+            prompt = f"{case['prompt']} ({'streamed' if stream else 'whole'})"
+            answers[stream] = _ask(gw, prompt, stream, case["include_usage"])
+        entries, policy = gw.journal(), gw.cache_writes
+    evidence.add("exchanges", gw.exchanges)
+    require(
+        any(e.get("method") == META and e.get("status") == "OK" for e in entries),
+        "the gateway never read the LS's generator metadata: its usage maps no records",
+    )
+    require(accepted_sends(entries) == 2, "one of the two requests reached no Send (answered from a cache)")
+    sums = billed(case["records"])
+    evidence.add("records' sums", sums)
+    whole = answers[False].body.get("usage") if isinstance(answers[False].body, dict) else None
+    require(isinstance(whole, dict), "the non-stream answer carries no usage")
+    assert isinstance(whole, dict)
+    _judge_usage(whole, sums, policy, evidence, "the non-stream answer")
+    events = answers[True].events
+    assert events is not None, f"a stream was asked for, the gateway answered {answers[True].summary()}"
+    frames = usage_frames(StreamView(events).chunks)
+    assert len(frames) <= 1, f"the stream carries usage in {len(frames)} frames: {[f['usage'] for f in frames]}"
+    if not frames:
+        if case["include_usage"]:
+            evidence.not_observed("usage in streams (include_usage asked for it; none was sent)")
+        return
+    streamed = frames[0]["usage"]
+    _judge_usage(streamed, sums, policy, evidence, "the stream")
+    assert usage_numbers(streamed) == usage_numbers(whole), (
+        f"the stream's usage differs from the non-stream answer's for the same records\n"
+        f"  stream:     {usage_numbers(streamed)}\n  non-stream: {usage_numbers(whole)}"
+    )

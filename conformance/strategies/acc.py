@@ -58,3 +58,31 @@ def request_mixes(draw: st.DrawFn, target: Target) -> Case:
         )
     )
     return {"requests": requests, "usages": draw(st.lists(usages(), min_size=len(requests), max_size=len(requests)))}
+
+
+def _record() -> st.SearchStrategy[dict[str, int] | None]:
+    """A generator record: its usage (cache reads may well exceed fresh input), or none (null)."""
+    usage = st.fixed_dictionaries(
+        {
+            "input_tokens": st.integers(0, 20_000),
+            "output_tokens": st.integers(1, 4_000),
+            "cache_read_tokens": st.integers(0, 40_000),
+            "cache_write_tokens": st.integers(0, 6_000),
+        }
+    )
+    return st.one_of(usage, usage, usage, st.none())
+
+
+@st.composite
+def usage_mapping_cases(draw: st.DrawFn, target: Target) -> Case:
+    """One scripted turn (1-4 generator records, at least one with usage) asked twice, once streamed and
+    once not, in either order."""
+    records = draw(st.lists(_record(), min_size=1, max_size=4).filter(lambda rs: any(r is not None for r in rs)))
+    return {
+        "prompt": draw(unicode_text(min_size=1, max_size=40)),
+        "answer": draw(unicode_text(min_size=1, max_size=60)),
+        "thinking": draw(st.one_of(st.just(""), unicode_text(min_size=1, max_size=20))),
+        "records": records,
+        "stream_first": draw(st.booleans()),
+        "include_usage": draw(st.sampled_from([True, True, True, False])),
+    }

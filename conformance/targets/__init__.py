@@ -19,16 +19,17 @@ from conformance.targets._exec import ExecTarget
 from conformance.targets._python import PythonTarget
 
 if TYPE_CHECKING:
-    from conformance.targets._http import HttpOptions, HttpTarget, http_options
+    from conformance.targets._http import HttpTarget
+    from conformance.targets._http_options import HttpOptions, http_options
     from conformance.targets._launch import LaunchedGateway, LaunchSpec
     from conformance.targets._scope import CallerScope, ReadScope
 
 # The HTTP target imports fakels (it serves or spawns the fake); it is loaded on first use, so the
 # pytest plugin, which imports this package in every pytest run, never imports fakels at start-up.
 _HTTP_NAMES = {
-    "HttpOptions": "conformance.targets._http",
+    "HttpOptions": "conformance.targets._http_options",
     "HttpTarget": "conformance.targets._http",
-    "http_options": "conformance.targets._http",
+    "http_options": "conformance.targets._http_options",
     "LaunchSpec": "conformance.targets._launch",
     "LaunchedGateway": "conformance.targets._launch",
     "CallerScope": "conformance.targets._scope",
@@ -75,7 +76,8 @@ def load_target(spec: str | None, *, call_timeout_s: float | None = None, http: 
     if kind == "exec":
         return ExecTarget.start(rest, call_timeout_s=call_timeout_s)
     if kind in ("http", "https"):
-        from conformance.targets._http import HttpOptions, HttpTarget
+        from conformance.targets._http import HttpTarget
+        from conformance.targets._http_options import HttpOptions
 
         options = http or HttpOptions()
         if call_timeout_s is not None:

@@ -34,7 +34,16 @@ _ENV = (
     "FGW_STORE_MAX_MESSAGES=12",
     "FGW_STORE_MAX_ENTRY_BYTES=65536",
 )
-_KIT = ("--api-key", "fk-1", "--api-key", "fk-2", "--store-limits", "max_messages=12,max_entry_bytes=64k")
+_KIT = (
+    "--api-key",
+    "fk-1",
+    "--api-key",
+    "fk-2",
+    "--store-limits",
+    "max_messages=12,max_entry_bytes=64k",
+    "--cache-writes",
+    "apart",
+)
 # A quick pass per row (the docs' table comes from full runs, `benchmarks/bench_blackbox.py`).
 EXAMPLES = 6
 _VERDICT = re.compile(r"^([A-Z]+-\d+)\s+(pass \(partial|pass|fail|error|not checkable|known failure)")
@@ -65,6 +74,7 @@ FULL = {
         "ACC-1": NC,
         "ACC-2": P,
         "ACC-3": NC,
+        "ACC-4": P,
     },
     "STORE": {
         "STORE-1": P,  # judged from what it replays: it serves no input_items
@@ -87,14 +97,7 @@ def run(
     *env: str,
     shrink: bool = True,
     gateway: tuple[str, ...] = _ENV,
-    kit: tuple[str, ...] = (
-        "--api-key",
-        "fk-1",
-        "--api-key",
-        "fk-2",
-        "--store-limits",
-        "max_messages=12,max_entry_bytes=64k",
-    ),
+    kit: tuple[str, ...] = _KIT,
 ) -> tuple[int, dict[str, str], str]:
     """``cascade-conformance run`` against a launched foreigngw (``gateway``: its settings; ``kit``: the
     kit's own options for it); the exit code, each invariant's verdict word, and what it printed."""
@@ -127,7 +130,8 @@ LEAN = {
     # Tools are refused with 501 (the vision gate is not checkable); no cascade is ever resumed.
     "IMG": FULL["IMG"] | {"IMG-5": NC, "IMG-6": NC},
     # SO-2: it caches nothing, resumes nothing and has no ledger: nothing a violating turn is kept in.
-    "OFF,SO,ACC": FULL["OFF,SO,ACC"] | {"OFF-2": NC, "OFF-4": NC, "SO-2": NC, "ACC-2": NC},
+    # ACC-4: it estimates usage from text and never reads the LS's generator metadata.
+    "OFF,SO,ACC": FULL["OFF,SO,ACC"] | {"OFF-2": NC, "OFF-4": NC, "SO-2": NC, "ACC-2": NC, "ACC-4": NC},
     "STORE": dict.fromkeys(FULL["STORE"], NC),
     "REQ": {"REQ-2": P},  # it refuses stop: that honours REQ-2 too
 }
@@ -156,6 +160,7 @@ def test_the_lean_personality_is_not_checkable_for_what_it_lacks_and_fails_nothi
         # No notice at all: STORE-7 says the stored conversation still carries one when both limits bind.
         ("silent-count-drop", "STORE", {"STORE-4", "STORE-7"}),
         ("stop-ignored", "REQ", {"REQ-2"}),
+        ("usage-twice", "ACC", {"ACC-4"}),
     ],
 )
 def test_each_seed_defect_fails_exactly_its_invariants(
@@ -169,6 +174,25 @@ def test_each_seed_defect_fails_exactly_its_invariants(
     report = (tmp_path / "report.md").read_text(encoding="utf-8")
     assert "Counterexample (as found, not shrunk):" in report
     assert "Minimal counterexample" not in report
+
+
+@pytest.mark.parametrize(
+    ("declared", "verdict"),
+    [(("--cache-writes", "apart"), P), ((), PARTIAL), (("--cache-writes", "prompt"), FAIL)],
+)
+def test_acc_4_judges_prompt_tokens_by_the_declared_cache_write_policy(
+    declared: tuple[str, ...], verdict: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """foreigngw leaves cache writes out of prompt_tokens: declared so it passes; undeclared, either policy is
+    accepted and the pass is partial, naming what was not judged; declared the other way it fails."""
+    kit = ("--api-key", "fk-1", "--api-key", "fk-2", *declared)
+    code, verdicts, out = run(tmp_path, capsys, "ACC-4", shrink=False, kit=kit)
+    assert verdicts == {"ACC-4": verdict}, out
+    if verdict == PARTIAL:
+        assert "where cache writes are counted (undeclared; --cache-writes prompt|apart declares it)" in out, out
+    if verdict == FAIL:
+        assert "prompt_tokens" in out, out
+    assert code == (1 if verdict == FAIL else 0), out
 
 
 # ---------------------------------------------------------------------- the scoped personality
@@ -186,7 +210,14 @@ _SCOPED_ENV = (
     "FGW_COOLDOWN_S=1",
     "FGW_PERSONALITY=scoped",
 )
-_SCOPED_KIT = ("--api-key", "fk-1", "--store-limits", "max_messages=400,max_entry_bytes=100k")
+_SCOPED_KIT = (
+    "--api-key",
+    "fk-1",
+    "--store-limits",
+    "max_messages=400,max_entry_bytes=100k",
+    "--cache-writes",
+    "apart",
+)
 _READS = ("--read-scope", "header:x-response-user")
 
 SCOPED = {

@@ -51,6 +51,7 @@ def _launch(*extra: str) -> Target:
         native_bridge="--native-bridge" in extra,
         store_limits=_STORE,
         caller_scope=_SCOPE,
+        cache_writes="prompt",  # the engine counts cache writes as prompt tokens
     )
     return load_target("http://127.0.0.1:0", http=options)
 

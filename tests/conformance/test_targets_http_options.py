@@ -10,13 +10,8 @@ import pytest
 
 from conformance.errors import TargetSpecError
 from conformance.targets import HttpOptions, LaunchSpec, http_options
-from conformance.targets._http import (
-    DEFAULT_API_KEY,
-    DEFAULT_MODEL,
-    DEFAULT_REQUEST_TIMEOUT_S,
-    PROBE_TIMEOUT_S,
-    _body,
-)
+from conformance.targets._http import PROBE_TIMEOUT_S, _body
+from conformance.targets._http_options import DEFAULT_API_KEY, DEFAULT_MODEL, DEFAULT_REQUEST_TIMEOUT_S
 from conformance.targets._http_store import DEFAULT_STORE_LIMITS, MAX_BODY_BYTES, answer_text, parse_store_limits
 from conformance.targets._loopback import loopback_url
 from conformance.targets._sse import sse_events
@@ -79,6 +74,7 @@ def test_http_option_defaults() -> None:
         request_timeout_s=DEFAULT_REQUEST_TIMEOUT_S,
         native_bridge=False,
         store_limits=None,
+        cache_writes=None,
     )
     assert (DEFAULT_API_KEY, DEFAULT_MODEL, DEFAULT_REQUEST_TIMEOUT_S, PROBE_TIMEOUT_S) == (
         "conformance-key",
@@ -101,6 +97,7 @@ def test_every_option_is_carried_into_the_options(tmp_path: Path) -> None:
         ready_timeout_s=2.5,
         native_bridge=True,
         store_limits="max_messages=4",
+        cache_writes="apart",
     )
     assert options == HttpOptions(
         launch=LaunchSpec(
@@ -115,6 +112,7 @@ def test_every_option_is_carried_into_the_options(tmp_path: Path) -> None:
         ledger_path="/v1/ledger",
         native_bridge=True,
         store_limits={"max_messages": 4, "max_entry_bytes": DEFAULT_STORE_LIMITS["max_entry_bytes"]},
+        cache_writes="apart",
     )
 
 
@@ -178,6 +176,16 @@ def test_launch_alone_takes_the_launch_defaults() -> None:
         ),
         ("http://127.0.0.1:1", {"api_keys": ["k", ""]}, "--api-key cannot be empty"),
         ("http://127.0.0.1:1", {"model": ""}, "--model cannot be empty"),
+        (
+            "http://127.0.0.1:1",
+            {"cache_writes": "input"},
+            "--cache-writes must be one of prompt, apart, got 'input'",
+        ),
+        (
+            None,
+            {"cache_writes": "prompt"},
+            "--cache-writes applies only to an http:// target (--target http://HOST:PORT)",
+        ),
         (
             "http://127.0.0.1:1",
             {"launch": "x", "launch_env": ["NOEQUALS"]},

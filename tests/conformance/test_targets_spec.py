@@ -13,7 +13,7 @@ import pytest
 
 import conformance.targets as targets
 from conformance.errors import PreconditionNotMet, TargetError, TargetSpecError, excerpt
-from conformance.targets import REFERENCE_TARGET, PythonTarget, _http, _launch, load_target
+from conformance.targets import REFERENCE_TARGET, PythonTarget, _http, _http_options, _launch, load_target
 from conformance.targets._base import DeclaredOperations, check_capabilities, check_params, check_result, observed
 from tests.conformance.targets_support import Decoder, DecoderWithCaps
 
@@ -52,21 +52,21 @@ def test_no_spec_opens_the_reference() -> None:
 @pytest.mark.parametrize("spec", [f"python:{SUPPORT}:decoder", f"exec:definitely-not-run {SUPPORT}"])
 def test_http_options_with_another_kind_are_a_usage_error(spec: str) -> None:
     with pytest.raises(TargetSpecError) as info:
-        load_target(spec, http=_http.HttpOptions())
+        load_target(spec, http=_http_options.HttpOptions())
     assert str(info.value) == (f"{spec!r}: the HTTP target options (--launch, --api-key, ...) apply only to http://")
 
 
 def test_https_with_http_options_reaches_the_http_kind() -> None:
     with pytest.raises(TargetSpecError, match=r"https is not supported"):
-        load_target("https://127.0.0.1:1", http=_http.HttpOptions())
+        load_target("https://127.0.0.1:1", http=_http_options.HttpOptions())
     with pytest.raises(TargetSpecError, match=r"https is not supported"):
         load_target("https://127.0.0.1:1")
 
 
 def test_the_http_names_load_on_first_use() -> None:
-    assert targets.HttpOptions is _http.HttpOptions
+    assert targets.HttpOptions is _http_options.HttpOptions
     assert targets.HttpTarget is _http.HttpTarget
-    assert targets.http_options is _http.http_options
+    assert targets.http_options is _http_options.http_options
     assert targets.LaunchSpec is _launch.LaunchSpec
     assert targets.LaunchedGateway is _launch.LaunchedGateway
     with pytest.raises(AttributeError) as info:

@@ -11,7 +11,6 @@ from conformance.properties import properties
 
 NOT_YET_IMPLEMENTED = frozenset(
     {
-        "ACC-4",
         "REQ-1",
         "SCOPE-1",
         "SCOPE-2",

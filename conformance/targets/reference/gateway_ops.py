@@ -39,7 +39,8 @@ class GatewayOperations:
         self._served_gateway = ServedGateway(self._new_gateway(ls_address, csrf_token)).start()
         options = HttpOptions(api_keys=tuple(_KEYS), model=_MODEL, ledger_path="/v1/ledger")
         self._gateway_client = HttpTarget(self._served_gateway.url, options)
-        return {"api_keys": list(_KEYS), "model": _MODEL}
+        # The engine counts cache writes as prompt tokens (engine.http.shapes.openai_usage).
+        return {"api_keys": list(_KEYS), "model": _MODEL, "cache_writes": "prompt"}
 
     def gateway_chat(self, request: dict[str, Any], api_key: str) -> dict[str, Any]:
         return self._http().call("gateway.chat", request=request, api_key=api_key)

@@ -183,7 +183,11 @@ def _stream(settings: Settings, runner: Runner, request: TurnRequest, chunks: _C
     if answer.calls:
         deltas = [{"index": i, **call} for i, call in enumerate(_tool_calls(answer))]
         chunks.frame({"tool_calls": deltas})
-    chunks.frame({}, "tool_calls" if answer.calls else "stop")
+    finish = "tool_calls" if answer.calls else "stop"
+    if include_usage and settings.defect("usage-twice"):
+        chunks.frame({}, finish, usage=usage_document(answer))  # the defect: usage on the finish frame too
+    else:
+        chunks.frame({}, finish)
     if include_usage:
         chunks.frame(None, usage=usage_document(answer))
     chunks.reply.event("[DONE]")

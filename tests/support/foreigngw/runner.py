@@ -171,7 +171,9 @@ class Runner:
         usage = self._ls.usage(cascade_id, offset)
         if usage is None:
             return Answer(content, calls, 0, 0), 0
-        answer = Answer(content, calls, usage.input_tokens, usage.output_tokens, usage.cache_read_tokens)
+        # Cache reads are prompt tokens served from the cache; cache writes are not counted (its policy: apart).
+        prompt_tokens = usage.input_tokens + usage.cache_read_tokens
+        answer = Answer(content, calls, prompt_tokens, usage.output_tokens, usage.cache_read_tokens)
         return answer, usage.records
 
     # ------------------------------------------------------------------ pool and cache

@@ -19,6 +19,7 @@ DEFECTS = frozenset(
         "cache-hit-without-usage",
         "schema-stream-merged",
         "stop-ignored",
+        "usage-twice",
     }
 )
 PERSONALITIES = ("full", "lean", "scoped")
