@@ -104,7 +104,7 @@ def test_a_run_on_a_launched_gateway_replays_through_the_same_options_and_keeps_
     assert "echo-gateway: serving on" in (report / "gateway-output.log").read_text(encoding="utf-8")
     facts = json.loads(out[4].removeprefix("WIRE-1 fail: "))
     assert facts == {
-        "defaults": {"api_keys": ["k1", "k2"], "model": "m-test", "native_bridge": True},
+        "defaults": {"api_keys": ["k1", "k2"], "model": "m-test", "native_bridge": True, "cache_writes": None},
         "operations": ["gateway.chat", "gateway.ledger"],
         "store.open": None,
     }
@@ -139,6 +139,7 @@ def test_a_launched_gateway_wired_to_the_fake_has_the_store_limits_given(
         "api_keys": ["conformance-key", "conformance-key"],
         "model": "claude-sonnet-4-6",
         "native_bridge": False,
+        "cache_writes": None,
     }
     assert out[5] == (
         f"  replay: cascade-conformance replay {tmp_path}/cases/wire-1.json --target http://127.0.0.1:0 "

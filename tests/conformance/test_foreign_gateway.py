@@ -290,7 +290,7 @@ def test_a_pooled_conversation_resumes_with_the_new_turn_only(full: Gateway, fak
     first = full.chat({"messages": [user("pool question")]})
     assert first.json()["usage"]["prompt_tokens"] == 11
     second = full.chat({"messages": [user("pool question"), assistant("first answer"), user("pool follow-up")]})
-    figures = {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}
+    figures = {"prompt_tokens": 4, "completion_tokens": 2, "total_tokens": 6}  # prompt: input 3 + cache read 1
     assert second.json()["usage"] == {**figures, "prompt_tokens_details": {"cached_tokens": 1}}
     assert [send_text(r) for r in sends(fake)][1] == "pool follow-up"
     assert fake.journal.methods().count("StartCascade") == 1

@@ -264,7 +264,12 @@ def test_a_stand_in_the_gateway_leaves_running_outside_its_group_is_ended_and_re
 
 
 def test_gateway_defaults_and_operations(dialled: HttpTarget) -> None:
-    assert dialled.gateway_defaults() == {"api_keys": ["k1", "k2"], "model": "m-test", "native_bridge": False}
+    assert dialled.gateway_defaults() == {
+        "api_keys": ["k1", "k2"],
+        "model": "m-test",
+        "native_bridge": False,
+        "cache_writes": None,
+    }
     store = {"store.open", "store.put", "store.get", "store.delete"}
     assert dialled.operations() == frozenset({"gateway.chat", "gateway.ledger", "engine.build_send_request", *store})
     assert dialled.kind == "http"

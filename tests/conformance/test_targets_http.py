@@ -72,7 +72,12 @@ def test_an_external_gateway_is_described_by_its_url_and_has_no_wired_ls(
     assert target.kind == "http"
     assert target.wired_ls() is None
     assert target.launch_output() is None
-    assert target.gateway_defaults() == {"api_keys": ["k1", "k2"], "model": "m-test", "native_bridge": False}
+    assert target.gateway_defaults() == {
+        "api_keys": ["k1", "k2"],
+        "model": "m-test",
+        "native_bridge": False,
+        "cache_writes": None,
+    }
     first, other = target.scoped_body({"model": "m"}, 0), target.scoped_body({"model": "m"}, 1)
     assert first["user"] != other["user"], (first, other)
     assert first["user"].startswith("conformance-"), first

@@ -31,7 +31,11 @@ def reference() -> Iterator[ReferenceTarget]:
 def test_a_served_gateway_answers_chat_for_its_keys_and_keeps_a_ledger(reference: ReferenceTarget) -> None:
     served = reference.ls_serve({"turns": [{"chunks": [{"text": "hello back"}]}]}, False)
     started = reference.gateway_start(served["address"], served["csrf_token"])
-    assert started == {"api_keys": ["conformance-key-alpha", "conformance-key-beta"], "model": "claude-sonnet-4-6"}
+    assert started == {
+        "api_keys": ["conformance-key-alpha", "conformance-key-beta"],
+        "model": "claude-sonnet-4-6",
+        "cache_writes": "prompt",
+    }
     request = {"model": "claude-sonnet-4-6", "messages": HELLO}
     answer = reference.gateway_chat(request, "conformance-key-beta")
     assert answer["status"] == 200

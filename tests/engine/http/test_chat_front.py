@@ -33,6 +33,7 @@ def _events(served: ServedGateway, body: dict[str, object], key: str = KEY_A) ->
         return [line[len("data: ") :] for line in response.iter_lines() if line.startswith("data: ")]
 
 
+@pytest.mark.invariant("ACC-4")
 @pytest.mark.parametrize("include_usage", [True, False, None])
 def test_stream_frames_in_order_usage_only_when_asked(
     fake: FakeLSThread, served: ServedGateway, include_usage: bool | None

@@ -45,6 +45,7 @@ def _usage(prompt: int, completion_tokens: int, cached: int) -> dict[str, Any]:
     }
 
 
+@pytest.mark.invariant("ACC-4")
 def test_wire_usage_counts_fresh_input_cache_reads_and_cache_writes_as_prompt() -> None:
     wire = GeneratorUsage(
         input_tokens=11, output_tokens=4, cache_read_tokens=3, cache_write_tokens=5, entry_count=1, has_usage=True
