@@ -12,13 +12,14 @@ fake the kit controls, playing ``scenario``:
 
 from __future__ import annotations
 
+import contextlib
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.errors import InputRefused, PreconditionNotMet, TargetError, excerpt
+from conformance.errors import InputRefused, PreconditionNotMet, TargetError, TransientRefusal, excerpt
 from conformance.example_tags import tagged
 from conformance.ls_handle import InProcessLs, LsHandle
 from conformance.refusals import refusal
@@ -27,6 +28,9 @@ from fakels.scenario import parse_scenario
 from fakels.server import FakeLSThread
 
 _CSRF = "conformance-gateway-csrf-token"
+# Kinds of answer a property may judge instead of leaving the example unjudged (GatewayUnderTest.chat).
+REFUSAL = "refusal"
+RATE_LIMIT = "rate limit"
 # The model uid conversations are played with on in-process targets (HTTP targets use their --model).
 MODEL_UID = "claude-sonnet-4-6"
 
@@ -77,20 +81,29 @@ class GatewayUnderTest:
         from a cache or a pooled cascade filled by an earlier one)."""
         return f"{text} [case {self.run_tag}]"
 
-    def chat(self, request: Mapping[str, Any], *, caller: int = 0, refusal_judged: bool = False) -> ChatAnswer:
-        """The gateway's answer to ``request``. A refusal leaves the example unjudged (it raises), except a
-        4xx refusal of the input when ``refusal_judged``: then it is the answer the property judges."""
+    def chat(self, request: Mapping[str, Any], *, caller: int = 0, judged: Collection[str] = ()) -> ChatAnswer:
+        """The gateway's answer to ``request``. A refusal leaves the example unjudged (it raises), except the
+        kinds in ``judged``, which are then the answer the property judges: ``"refusal"``, a 4xx refusal of
+        the input; ``"rate limit"``, a rate limit (429, 503, a transient error inside a 2xx), which is then
+        not waited out either."""
+        unknown = set(judged) - {REFUSAL, RATE_LIMIT}
+        assert not unknown, f"unknown kinds of answer to judge: {unknown}"
         body = {"model": self.model, **request}
         if self._scoped_body is not None:
             body = self._scoped_body(body, caller)
-        answer = self.target.call("gateway.chat", request=body, api_key=self.api_keys[caller % len(self.api_keys)])
+        with _impatient(self.target) if RATE_LIMIT in judged else contextlib.nullcontext():
+            answer = self.target.call("gateway.chat", request=body, api_key=self.api_keys[caller % len(self.api_keys)])
         result = ChatAnswer(answer["status"], answer.get("body"), answer.get("events"))
         self.exchanges.append({"request": excerpt(body), "caller": caller, "answer": result.summary()})
         said = result.events if result.streamed else result.body
         refused = refusal("POST /v1/chat/completions", result.status, said, waited_s=_waited(self.target))
-        if refused is not None and not (refusal_judged and isinstance(refused, InputRefused)):
-            raise refused
-        return result
+        if refused is None:
+            return result
+        if isinstance(refused, InputRefused) and REFUSAL in judged:
+            return result
+        if isinstance(refused, TransientRefusal) and RATE_LIMIT in judged:
+            return result
+        raise refused
 
     def journal(self) -> list[dict[str, Any]]:
         return self.ls.journal()
@@ -219,6 +232,12 @@ def _play_in_process(
         finally:
             journal = [entry.to_json() for entry in fake.journal.entries()]
     return Played([[dict(m) for m in added] for added in turns], answer["turns"], journal)
+
+
+def _impatient(target: Target) -> contextlib.AbstractContextManager[object]:
+    """A block in which ``target`` answers rate limits as they come (an HTTP target waits them out otherwise)."""
+    impatient = getattr(target, "impatient", None)
+    return impatient() if callable(impatient) else contextlib.nullcontext()
 
 
 def _waited(target: Target) -> float:

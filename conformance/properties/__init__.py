@@ -31,6 +31,7 @@ _FAMILY_MODULES = (
     "conformance.properties.store",
     "conformance.properties.att",
     "conformance.properties.req",
+    "conformance.properties.turn",
 )
 
 

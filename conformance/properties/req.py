@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.gateway import ChatAnswer, GatewayUnderTest, open_gateway
+from conformance.gateway import REFUSAL, ChatAnswer, GatewayUnderTest, open_gateway
 from conformance.models.journal import sends
 from conformance.models.req import text_before_stop
 from conformance.models.stream import StreamView
@@ -19,7 +19,6 @@ from conformance.strategies.req import nothing_to_answer, parameter_cases
 from conformance.targets import Target
 
 _USAGE = {"input_tokens": 12, "output_tokens": 7}
-_NEVER_ASKED = "an answer the gateway should not have asked for"
 
 
 def _answer_of(answer: ChatAnswer) -> tuple[str, list[str], list[dict[str, Any]]]:
@@ -46,50 +45,57 @@ def _refused(answer: ChatAnswer) -> bool:
     return False
 
 
-def _request(gw: GatewayUnderTest, case: Case) -> tuple[dict[str, Any], str]:
-    """The request a case sends, and what it asks that the gateway must honour or refuse."""
-    messages: list[dict[str, Any]] = [{"role": "user", "content": gw.tag(case["prompt"])}]
-    request: dict[str, Any] = {"messages": messages, "stream": case["stream"]}
-    kind = case["kind"]
-    if kind == "stop":
-        request["stop"] = case["stop"]
-        return request, f"stop={case['stop']!r}"
-    if kind == "parameter":
-        request.update(case["parameter"])
-        return request, ", ".join(f"{k}={v!r}" for k, v in case["parameter"].items())
-    if kind == "unknown model":
+def _probe_request(gw: GatewayUnderTest, probe: Case, prompt: str, stream: bool) -> tuple[dict[str, Any], str]:
+    """The request a probe sends, and what it asks that the gateway must refuse."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": gw.tag(prompt)}]
+    request: dict[str, Any] = {"messages": messages, "stream": stream}
+    if probe["kind"] == "parameter":
+        request.update(probe["parameter"])
+        return request, ", ".join(f"{k}={v!r}" for k, v in probe["parameter"].items())
+    if probe["kind"] == "unknown model":
         request["model"] = f"no-such-model-{gw.run_tag}"
         return request, f"the unknown model {request['model']!r}"
-    messages.extend(nothing_to_answer(case["ending"]))
-    return request, f"a conversation with nothing to answer ({case['ending']})"
+    messages.extend(nothing_to_answer(probe["ending"]))
+    return request, f"a conversation with nothing to answer ({probe['ending']})"
 
 
-@invariant_property("REQ-2", needs=("gateway.chat",), cases=parameter_cases, max_examples=30)
-def parameters_honoured_or_refused(target: Target, case: Case, evidence: Evidence) -> None:
-    """``stop`` cuts the delivered text before the first stop sequence (finish ``stop``), streamed or not;
-    ``n`` > 1, log probabilities, a seed, a penalty, a logit bias, an unknown model and a conversation with
-    nothing to answer get a 4xx before any Send. Either may be refused; neither may be a 200 that ignored it."""
-    pieces = case.get("pieces") or [_NEVER_ASKED]
-    scenario = {"turns": [{"chunks": [{"text": piece} for piece in pieces], "records": [_USAGE]}]}
-    with open_gateway(target, scenario) as gw:
-        request, asked = _request(gw, case)
-        answer = gw.chat(request, refusal_judged=True)
-        entries = gw.journal()
-    evidence.add("exchanges", gw.exchanges)
-    upstream = len(sends(entries))
+def _judge_stop(answer: ChatAnswer, case: Case, upstream: int, evidence: Evidence) -> None:
+    asked = f"stop={case['stop']!r}"
     if _refused(answer):
-        evidence.add("refused", answer.status)
+        evidence.add("stop refused", answer.status)
         assert upstream == 0, f"the gateway refused {asked} only after sending the turn to the LS ({upstream} Send)"
         return
-    if case["kind"] != "stop":
-        assert answer.status != 200, f"the gateway answered 200 to {asked}, ignoring it (a 4xx was due)"
-        raise AssertionError(f"the gateway answered {answer.status} to {asked}; a request it cannot serve gets a 4xx")
     assert answer.status == 200, f"the gateway answered {answer.status} to {asked}"
     content, finishes, errors = _answer_of(answer)
     assert not errors, f"the answer to {asked} carried an error: {errors[0]}"
-    expected = text_before_stop("".join(pieces), case["stop"])
+    expected = text_before_stop("".join(case["pieces"]), case["stop"])
     assert content == expected, (
         f"with {asked} the delivered text is not the answer cut before its first stop sequence\n"
         f"  expected: {expected!r}\n  got:      {content!r}"
     )
     assert finishes == ["stop"], f"with {asked} the finish reasons are {finishes}, expected ['stop']"
+
+
+@invariant_property("REQ-2", needs=("gateway.chat",), cases=parameter_cases, max_examples=25)
+def parameters_honoured_or_refused(target: Target, case: Case, evidence: Evidence) -> None:
+    """``stop`` cuts the delivered text before the first stop sequence (finish ``stop``), streamed or not;
+    ``n`` > 1, log probabilities, a seed, a penalty, a logit bias, an unknown model and a conversation with
+    nothing to answer each get a 4xx before any Send. Either may be refused; neither may be a 200 that ignored
+    it."""
+    scenario = {"turns": [{"chunks": [{"text": piece} for piece in case["pieces"]], "records": [_USAGE]}]}
+    with open_gateway(target, scenario) as gw:
+        request = {"messages": [{"role": "user", "content": gw.tag(case["prompt"])}], "stream": case["stream"]}
+        answer = gw.chat({**request, "stop": case["stop"]}, judged=(REFUSAL,))
+        upstream = len(sends(gw.journal()))
+        outcomes = []
+        for probe in case["probes"]:
+            probe_request, asked = _probe_request(gw, probe, case["prompt"], case["probes_stream"])
+            outcomes.append((asked, gw.chat(probe_request, judged=(REFUSAL,)), len(sends(gw.journal()))))
+    evidence.add("exchanges", gw.exchanges)
+    _judge_stop(answer, case, upstream, evidence)
+    for asked, probed, sent in outcomes:
+        assert _refused(probed), f"the gateway answered {probed.status} to {asked}, " + (
+            "ignoring it (a 4xx was due)" if probed.status == 200 else "where a request it cannot serve gets a 4xx"
+        )
+        assert sent == upstream, f"the gateway refused {asked} only after sending the turn to the LS"
+        upstream = sent

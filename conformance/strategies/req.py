@@ -33,31 +33,54 @@ _NOTHING_TO_ANSWER: dict[str, list[dict[str, Any]]] = {
 
 @st.composite
 def _answer_and_stops(draw: st.DrawFn) -> tuple[list[str], list[str]]:
-    """An answer in 1-6 pieces (frames), and 1-4 stop sequences: most taken from the answer itself
-    (often across a piece boundary), some that never occur."""
+    """An answer in 1-6 pieces (frames), and 1-4 stop sequences: most taken from the answer itself, many
+    across the boundary of two pieces, some that never occur."""
     pieces = draw(st.lists(unicode_text(min_size=1, max_size=30), min_size=1, max_size=6))
     text = "".join(pieces)
     inside = st.integers(0, len(text) - 1).flatmap(
         lambda start: st.integers(start + 1, min(len(text), start + 6)).map(lambda end: text[start:end])
     )
     absent = unicode_text(min_size=1, max_size=6).filter(lambda s: s not in text)
-    stops = draw(st.lists(st.one_of(inside, inside, absent), min_size=1, max_size=4))
+    kinds = [inside, absent]
+    ends = [sum(len(p) for p in pieces[: i + 1]) for i in range(len(pieces) - 1)]  # where one frame meets the next
+    if ends:
+        across = st.sampled_from(ends).flatmap(
+            lambda end: st.tuples(st.integers(1, min(3, end)), st.integers(1, min(3, len(text) - end))).map(
+                lambda before_after: text[end - before_after[0] : end + before_after[1]]
+            )
+        )
+        kinds = [across, across, *kinds]
+    stops = draw(st.lists(st.one_of(*kinds), min_size=1, max_size=4))
     return pieces, stops
 
 
 @st.composite
+def _probe(draw: st.DrawFn, kind: str) -> Case:
+    """One request a gateway cannot serve as asked, of ``kind``: a parameter name, ``unknown model`` or
+    ``nothing to answer``."""
+    if kind in _UNSERVABLE:
+        return {"kind": "parameter", "parameter": {kind: draw(_UNSERVABLE[kind])}}
+    if kind == "nothing to answer":
+        return {"kind": kind, "ending": draw(st.sampled_from(sorted(_NOTHING_TO_ANSWER)))}
+    return {"kind": kind}
+
+
+PROBE_KINDS = (*sorted(_UNSERVABLE), "unknown model", "nothing to answer")
+
+
+@st.composite
 def parameter_cases(draw: st.DrawFn, target: Target) -> Case:
-    kind = draw(st.sampled_from(["stop", "stop", "parameter", "unknown model", "nothing to answer"]))
-    case: Case = {"kind": kind, "stream": draw(st.booleans()), "prompt": draw(unicode_text(min_size=1, max_size=30))}
-    if kind == "stop":
-        pieces, stops = draw(_answer_and_stops())
-        case.update(pieces=pieces, stop=stops[0] if len(stops) == 1 and draw(st.booleans()) else stops)
-    elif kind == "parameter":
-        name = draw(st.sampled_from(sorted(_UNSERVABLE)))
-        case.update(parameter={name: draw(_UNSERVABLE[name])})
-    elif kind == "nothing to answer":
-        case.update(ending=draw(st.sampled_from(sorted(_NOTHING_TO_ANSWER))))
-    return case
+    """A request with ``stop`` against an answer in several frames, then one request of every kind a gateway
+    cannot serve as asked (so each kind is judged in every example), streamed or not."""
+    pieces, stops = draw(_answer_and_stops())
+    return {
+        "prompt": draw(unicode_text(min_size=1, max_size=30)),
+        "stream": draw(st.booleans()),
+        "pieces": pieces,
+        "stop": stops[0] if len(stops) == 1 and draw(st.booleans()) else stops,
+        "probes": [draw(_probe(kind)) for kind in PROBE_KINDS],
+        "probes_stream": draw(st.booleans()),
+    }
 
 
 def nothing_to_answer(ending: str) -> list[dict[str, Any]]:

@@ -8,6 +8,7 @@ Loopback only: the kit never leaves the machine.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import sys
@@ -129,6 +130,16 @@ class HttpTarget(DeclaredOperations):
     def waited(self) -> Waits:
         """Every wait for the gateway so far (rate limits and pace)."""
         return self._patience.waits.copy()
+
+    @contextlib.contextmanager
+    def impatient(self) -> Iterator[None]:
+        """Requests in the block get the gateway's first answer: a rate limit is returned, not waited out
+        (a property that judges how the gateway passes on a rate limit)."""
+        budget, self._patience.budget_s = self._patience.budget_s, 0.0
+        try:
+            yield
+        finally:
+            self._patience.budget_s = budget
 
     @property
     def url(self) -> str:

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.cascade.errors import CascadeError
+from engine.cascade.errors import CascadeError, LsCallError
 from engine.cascade.polling import CascadeDelta
 from engine.chat.cache import CachedAnswer, ResponseCache, cache_key
 from engine.chat.ledger import Ledger
@@ -33,7 +33,7 @@ from engine.chat.structured_output import extract_json_payload, structured_outpu
 from engine.chat.tool_markup import ParsedToolCall, ToolMarkupParser, tool_preamble
 from engine.conversation import ConversationEngine, PendingTurn, TurnOptions
 from engine.http.chat_request import ChatRequest
-from engine.http.errors import ApiError, upstream_error
+from engine.http.errors import ApiError, upstream_error, upstream_rate_limited
 from engine.http.front import Caller, ChatEvent, Sink
 from engine.http.session_bridge import cascade_messages, session_items
 from engine.http.sessions import Sessions, session_error
@@ -159,7 +159,7 @@ class ChatService:
             )
         except CascadeError as exc:
             self.ledger.record_request(model, False, self._ms(started), self.account)
-            emit(ChatEvent("error", error=upstream_error(f"The language server failed this turn: {exc}")))
+            emit(ChatEvent("error", error=_ls_failure(exc)))
             return
         if parser is not None:
             deliver_segments(parser.finish())
@@ -241,6 +241,14 @@ class ChatService:
 
     def _ms(self, started: float) -> float:
         return (self._clock() - started) * 1000.0
+
+
+def _ls_failure(exc: CascadeError) -> ApiError:
+    """What the client gets when the LS failed the turn: its rate limit as a rate limit, else a 502."""
+    message = f"The language server failed this turn: {exc}"
+    if isinstance(exc, LsCallError) and exc.code == "RESOURCE_EXHAUSTED":
+        return upstream_rate_limited(message)
+    return upstream_error(message)
 
 
 def _replay(cached: CachedAnswer, emit: Sink) -> None:

@@ -16,6 +16,7 @@ class ApiError(Exception):
         type: str = "invalid_request_error",
         code: str | None = None,
         param: str | None = None,
+        retry_after_s: int | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -23,6 +24,7 @@ class ApiError(Exception):
         self.type = type
         self.code = code
         self.param = param
+        self.retry_after_s = retry_after_s  # sent as Retry-After
 
     def body(self) -> dict[str, Any]:
         return error_body(self.message, type=self.type, code=self.code, param=self.param)
@@ -38,3 +40,12 @@ def bad_request(message: str, *, param: str | None = None, code: str | None = No
 
 def upstream_error(message: str) -> ApiError:
     return ApiError(502, message, type="api_error", code="upstream_error")
+
+
+# How long a client is told to wait when the LS rate-limited a turn (it states no wait of its own).
+UPSTREAM_RETRY_AFTER_S = 1
+
+
+def upstream_rate_limited(message: str) -> ApiError:
+    """The LS's rate limit (RESOURCE_EXHAUSTED), passed on as one: 429 with Retry-After (TURN-3)."""
+    return ApiError(429, message, type="rate_limit_error", code="rate_limited", retry_after_s=UPSTREAM_RETRY_AFTER_S)

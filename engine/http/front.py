@@ -57,5 +57,6 @@ class FrontHooks:
 
 
 def error_response(error: ApiError) -> JSONResponse:
-    """The JSON error body of ``error`` with its status."""
-    return JSONResponse(error.body(), status_code=error.status)
+    """The JSON error body of ``error`` with its status (and Retry-After when it has a wait)."""
+    headers = {"Retry-After": str(error.retry_after_s)} if error.retry_after_s is not None else None
+    return JSONResponse(error.body(), status_code=error.status, headers=headers)

@@ -87,6 +87,7 @@ FULL = {
         "STORE-8": P,
     },
     "REQ": {"REQ-2": P},  # stop cut, what it cannot serve refused
+    "TURN": {"TURN-3": P},  # LS failures are errors (its rate limit a 429), then a cool-down it asks to wait out
 }
 
 
@@ -134,6 +135,7 @@ LEAN = {
     "OFF,SO,ACC": FULL["OFF,SO,ACC"] | {"OFF-2": NC, "OFF-4": NC, "SO-2": NC, "ACC-2": NC, "ACC-4": NC},
     "STORE": dict.fromkeys(FULL["STORE"], NC),
     "REQ": {"REQ-2": P},  # it refuses stop: that honours REQ-2 too
+    "TURN": FULL["TURN"],
 }
 
 
@@ -161,6 +163,7 @@ def test_the_lean_personality_is_not_checkable_for_what_it_lacks_and_fails_nothi
         ("silent-count-drop", "STORE", {"STORE-4", "STORE-7"}),
         ("stop-ignored", "REQ", {"REQ-2"}),
         ("usage-twice", "ACC", {"ACC-4"}),
+        ("error-as-empty-200", "TURN", {"TURN-3"}),
     ],
 )
 def test_each_seed_defect_fails_exactly_its_invariants(
@@ -225,6 +228,7 @@ SCOPED = {
     "OFF,SO,ACC": FULL["OFF,SO,ACC"],
     "STORE": FULL["STORE"],
     "REQ": FULL["REQ"],
+    "TURN": FULL["TURN"],
 }
 
 

@@ -18,7 +18,6 @@ NOT_YET_IMPLEMENTED = frozenset(
         "SCOPE-4",
         "TURN-1",
         "TURN-2",
-        "TURN-3",
         "TURN-4",
         "TURN-5",
     }

@@ -20,6 +20,7 @@ DEFECTS = frozenset(
         "schema-stream-merged",
         "stop-ignored",
         "usage-twice",
+        "error-as-empty-200",
     }
 )
 PERSONALITIES = ("full", "lean", "scoped")

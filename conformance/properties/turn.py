@@ -1,0 +1,94 @@
+"""TURN: turns delivered, ended and failed as the LS ran them (gateway-fixes.md P1, P4, P10, P11, P12),
+end to end through a gateway.
+
+TURN-3 scripts an LS that fails a turn (:mod:`conformance.strategies.turn`): the Send fails, or the
+first call of a polling RPC answers a gRPC error (trailers-only) or bytes no parser decodes. What the
+fake saw says whether the failure was served; the client must then get an error (a rate limit for the
+LS's RESOURCE_EXHAUSTED), or an internal retry's whole answer, and the gateway must serve the next
+request.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.gateway import RATE_LIMIT, REFUSAL, ChatAnswer, open_gateway
+from conformance.models.journal import SEND, sends
+from conformance.models.stream import StreamView
+from conformance.properties import Case, Evidence, invariant_property, require
+from conformance.refusals import transient_error
+from conformance.strategies.turn import RATE_LIMIT_CODE, failing_turn, ls_failure_cases
+from conformance.targets import Target
+
+# What every turn after the failing one answers: an internal retry's answer and the next request's.
+RECOVERED = "The answer after the failure."
+
+
+def _content(answer: ChatAnswer) -> str:
+    if answer.events is not None:
+        return StreamView(answer.events).content
+    body = answer.body if isinstance(answer.body, dict) else {}
+    choices = [c for c in body.get("choices") or () if isinstance(c, dict)]
+    return "".join(str((c.get("message") or {}).get("content") or "") for c in choices)
+
+
+def _error_of(answer: ChatAnswer) -> Any:
+    """The error the client got: the status of a non-2xx answer, or the error object inside a 2xx one."""
+    if answer.status >= 300:
+        return answer.status
+    if answer.events is not None:
+        errors = StreamView(answer.events).errors
+        return errors[0] if errors else None
+    body = answer.body
+    return body["error"] if isinstance(body, dict) and isinstance(body.get("error"), dict) else None
+
+
+def _failure_served(case: Case, entries: list[dict[str, Any]]) -> bool:
+    """Whether the fake served the scripted failure: the first Send failed, or the RPC was called after it."""
+    first = next((i for i, e in enumerate(entries) if e.get("method") == SEND), None)
+    if first is None:
+        return False
+    if case["where"] == "send":
+        return entries[first].get("status") != "OK"
+    return any(e.get("method") == case["where"] for e in entries[first + 1 :])
+
+
+def _how(case: Case) -> str:
+    if "payload_hex" in case:
+        return f"{case['where']} answered bytes no parser decodes ({case['payload_hex']})"
+    return f"{case['where']} failed with {case['code']} ({case['message']!r})"
+
+
+@invariant_property("TURN-3", needs=("gateway.chat",), cases=ls_failure_cases, max_examples=20)
+def ls_failures_are_errors(target: Target, case: Case, evidence: Evidence) -> None:
+    """The LS fails a turn (its Send, or the first call of a polling RPC, with a gRPC status or undecodable
+    bytes): the client gets an error, never a 200 without one (unless an internal retry answered in full); an
+    LS rate limit reaches it as a rate limit; the next request is served."""
+    recovered = {"chunks": [{"text": RECOVERED}], "records": [{"input_tokens": 5, "output_tokens": 3}]}
+    scenario = {"turns": [failing_turn(case), *[recovered] * 4]}
+    with open_gateway(target, scenario) as gw:
+        request = {"messages": [{"role": "user", "content": gw.tag(case["prompt"])}], "stream": case["stream"]}
+        failed = gw.chat(request, judged=(REFUSAL, RATE_LIMIT))
+        served = gw.journal()
+        follow_up = {"messages": [{"role": "user", "content": gw.tag(f"next: {case['prompt']}")}], "stream": False}
+        next_answer = gw.chat(follow_up)
+    evidence.add("exchanges", gw.exchanges)
+    how = _how(case)
+    require(_failure_served(case, served), f"the gateway never made the call the scripted failure is on ({how})")
+    error = _error_of(failed)
+    if error is None:
+        retried = len(sends(served)) >= 1 and _content(failed) == RECOVERED
+        assert retried, (
+            f"the LS's {how}; the client got {failed.status} with no error and the content "
+            f"{_content(failed)!r} (an internal retry would have answered {RECOVERED!r})"
+        )
+        evidence.add("answered by an internal retry", True)
+    elif case.get("code") == RATE_LIMIT_CODE:
+        said = failed.events if failed.events is not None else failed.body
+        assert failed.status == 429 or transient_error(said) is not None, (
+            f"the LS's {how}: an upstream rate limit, which reached the client as {error!r}, not as a rate limit"
+        )
+    assert next_answer.status == 200, f"after the LS's {how} the next request was answered {next_answer.summary()}"
+    assert _content(next_answer) == RECOVERED, (
+        f"after the LS's {how} the next request was answered {_content(next_answer)!r}, expected {RECOVERED!r}"
+    )

@@ -1,0 +1,59 @@
+"""TURN: turns as the LS ran them. TURN-3's cases: the LS fails a turn before it answers, in one of the
+ways real gateways took for an empty success."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from conformance.strategies.text import unicode_text
+from conformance.targets import Target
+
+Case = dict[str, Any]
+
+# The polling RPCs a gateway calls after its Send (each may fail on its first call of the turn).
+POLLED_RPCS = ("GetCascadeTrajectorySteps", "GetCascadeTrajectory")
+# Answers no protobuf parser decodes: a length-delimited field cut short, a varint of eleven bytes,
+# wire types 6 and 7, a tag with no value.
+UNDECODABLE = ("0a05", "0a0501ff", "08ffffffffffffffffffff01", "0e01", "0f", "1a", "0a8080808010")
+# gRPC status codes a failing LS answers with; RESOURCE_EXHAUSTED is its rate limit.
+ERROR_CODES = ("UNAVAILABLE", "INTERNAL", "UNKNOWN", "DEADLINE_EXCEEDED", "PERMISSION_DENIED", "DATA_LOSS")
+RATE_LIMIT_CODE = "RESOURCE_EXHAUSTED"
+
+
+@st.composite
+def ls_failure_cases(draw: st.DrawFn, target: Target) -> Case:
+    """Where the LS fails (the Send, or the first call of a polling RPC), how (a gRPC status with a message,
+    often non-ASCII or with ``%``; or bytes that do not decode), and whether the client streams."""
+    where = draw(st.sampled_from(["send", *POLLED_RPCS]))
+    case: Case = {
+        "where": where,
+        "stream": draw(st.booleans()),
+        "prompt": draw(unicode_text(min_size=1, max_size=30)),
+        "answer": draw(unicode_text(min_size=1, max_size=40)),
+    }
+    if where == "send":
+        case.update(code="INTERNAL", message=draw(unicode_text(min_size=1, max_size=40)))
+    elif draw(st.booleans()):
+        case.update(payload_hex=draw(st.sampled_from(UNDECODABLE)))
+    else:
+        code = draw(st.sampled_from([*ERROR_CODES, RATE_LIMIT_CODE, RATE_LIMIT_CODE]))
+        message = draw(st.one_of(unicode_text(min_size=1, max_size=40), st.just("quota 100% used; retry in 1s")))
+        case.update(code=code, message=message)
+    return case
+
+
+def failing_turn(case: Case) -> dict[str, Any]:
+    """The scenario turn that fails as ``case`` says (its text is never meant to reach the client)."""
+    turn: dict[str, Any] = {"chunks": [{"text": case["answer"]}], "records": [{"input_tokens": 9, "output_tokens": 4}]}
+    if case["where"] == "send":
+        turn["fault"] = {"kind": "error", "message": case["message"]}
+        return turn
+    override: dict[str, Any] = {"rpc": case["where"], "call": 0}
+    if "payload_hex" in case:
+        override["payload_hex"] = case["payload_hex"]
+    else:
+        override.update(error_code=case["code"], error_message=case["message"])
+    turn["overrides"] = [override]
+    return turn
