@@ -15,9 +15,16 @@ from typing import Any
 from conformance.gateway import RATE_LIMIT, REFUSAL, ChatAnswer, open_gateway
 from conformance.models.journal import SEND, sends
 from conformance.models.stream import StreamView
+from conformance.models.turn import answers
 from conformance.properties import Case, Evidence, invariant_property, require
 from conformance.refusals import transient_error
-from conformance.strategies.turn import RATE_LIMIT_CODE, failing_turn, ls_failure_cases
+from conformance.strategies.turn import (
+    RATE_LIMIT_CODE,
+    conversation_cases,
+    failing_turn,
+    ls_failure_cases,
+    scripted_turn,
+)
 from conformance.targets import Target
 
 # What every turn after the failing one answers: an internal retry's answer and the next request's.
@@ -92,3 +99,63 @@ def ls_failures_are_errors(target: Target, case: Case, evidence: Evidence) -> No
     assert _content(next_answer) == RECOVERED, (
         f"after the LS's {how} the next request was answered {_content(next_answer)!r}, expected {RECOVERED!r}"
     )
+
+
+def _judge_turn(answer: Case, got: ChatAnswer, turn: int) -> None:
+    """The text a turn delivered against the scripted answer its Send played."""
+    content = _content(got)
+    response = "".join(answer["pieces"])
+    if answer["error"] is not None:
+        assert answer["error"] not in content, (
+            f"turn {turn}: the LS's error step was spliced into the content: {content!r}"
+        )
+        assert response.startswith(content), (
+            f"turn {turn} ended in an LS error after its text; the content is not the text before it\n"
+            f"  text before the error: {response!r}\n  content:               {content!r}"
+        )
+        return
+    assert got.status == 200, f"turn {turn} was answered {got.summary()}"
+    expected = answers(response, answer["modified"])
+    if content in expected:
+        return
+    want = min(expected, key=len)
+    if content.endswith(want) and len(content) > len(want):
+        raise AssertionError(
+            f"turn {turn}: text before this turn's answer was delivered again: {content[: -len(want)]!r}\n"
+            f"  expected: {want!r}\n  got:      {content!r}"
+        )
+    raise AssertionError(
+        f"turn {turn}: the content is not the turn's text (ended {_ending(answer)})\n"
+        f"  expected: {' or '.join(repr(t) for t in sorted(expected))}\n  got:      {content!r}"
+    )
+
+
+def _ending(answer: Case) -> str:
+    if answer["modified"] is None:
+        return "as streamed"
+    return f"with modified_response {answer['modified']!r}"
+
+
+@invariant_property("TURN-1", needs=("gateway.chat",), cases=conversation_cases, max_examples=20)
+def this_turns_text_exactly_once(target: Target, case: Case, evidence: Evidence) -> None:
+    """A conversation of four turns, each answered by the scripted turn its Send played (short or long texts over
+    many frames, a post-edited response that extends, rewrites or shortens it, the last maybe an error step after
+    its text): each turn delivers exactly that turn's text, nothing of earlier turns (a resumed cascade still
+    holds them), nothing lost, no error text in the content."""
+    scenario = {"turns": [scripted_turn(answer) for answer in case["answers"]]}
+    played: list[tuple[int, ChatAnswer, int, int]] = []
+    with open_gateway(target, scenario) as gw:
+        messages: list[dict[str, Any]] = []
+        for turn, (question, answer) in enumerate(zip(case["questions"], case["answers"], strict=True), start=1):
+            messages.append({"role": "user", "content": gw.tag(question) if turn == 1 else question})
+            before = len(sends(gw.journal()))
+            got = gw.chat({"messages": list(messages), "stream": answer["stream"]})
+            played.append((turn, got, before, len(sends(gw.journal()))))
+            if answer["error"] is not None:
+                break
+            messages.append({"role": "assistant", "content": _content(got)})
+    evidence.add("exchanges", gw.exchanges)
+    for turn, got, before, after in played:
+        require(after > before, f"turn {turn} reached no Send")
+        require(after <= len(case["answers"]), f"turn {turn} took more Sends than the conversation has turns")
+        _judge_turn(case["answers"][after - 1], got, turn)

@@ -57,3 +57,54 @@ def failing_turn(case: Case) -> dict[str, Any]:
         override.update(error_code=case["code"], error_message=case["message"])
     turn["overrides"] = [override]
     return turn
+
+
+# How the LS may end a planner step: its response as streamed, or post-edited (modified_response).
+ENDINGS = ("as streamed", "extended", "rewritten", "shortened")
+
+
+@st.composite
+def _scripted_answer(draw: st.DrawFn, ending: str, *, may_fail: bool) -> Case:
+    """One turn's planner text in 1-4 short frames or 2-12 long ones, ended as ``ending`` says, or (when
+    ``may_fail``) sometimes with an error step after the text."""
+    long = draw(st.booleans())
+    size, frames = (400, (2, 12)) if long else (30, (1, 4))
+    pieces = draw(st.lists(unicode_text(min_size=1, max_size=size), min_size=frames[0], max_size=frames[1]))
+    response = "".join(pieces)
+    answer: Case = {"pieces": pieces, "stream": draw(st.booleans()), "modified": None, "error": None}
+    if may_fail and draw(st.integers(0, 3)) == 0:
+        answer["error"] = "cascade failed: " + draw(unicode_text(min_size=1, max_size=30))
+        return answer
+    if ending == "extended":
+        answer["modified"] = response + draw(unicode_text(min_size=1, max_size=30))
+    elif ending == "rewritten":
+        rewrite = "Rewritten: " + draw(unicode_text(min_size=1, max_size=30))
+        if not rewrite.startswith(response) and not response.startswith(rewrite):
+            answer["modified"] = rewrite
+    elif ending == "shortened":
+        answer["modified"] = response[: draw(st.integers(0, len(response) - 1))]
+    return answer
+
+
+@st.composite
+def conversation_cases(draw: st.DrawFn, target: Target) -> Case:
+    """A conversation of four turns (each a user question and the scripted answer the LS gives it), the
+    answers ended in every way the LS ends a step, in some order (so every example meets each); the last
+    answer may instead end in an error step."""
+    endings = draw(st.permutations(ENDINGS))
+    count = len(endings)
+    return {
+        "questions": draw(st.lists(unicode_text(min_size=1, max_size=30), min_size=count, max_size=count)),
+        "answers": [draw(_scripted_answer(ending, may_fail=n == count - 1)) for n, ending in enumerate(endings)],
+    }
+
+
+def scripted_turn(answer: Case) -> dict[str, Any]:
+    """The scenario turn that plays ``answer``."""
+    chunks: list[dict[str, Any]] = [{"text": piece} for piece in answer["pieces"]]
+    if answer["error"] is not None:
+        chunks.append({"error": answer["error"]})
+    turn: dict[str, Any] = {"chunks": chunks, "records": [{"input_tokens": 20, "output_tokens": 10}]}
+    if answer["modified"] is not None:
+        turn["modified_response"] = answer["modified"]
+    return turn

@@ -87,7 +87,9 @@ FULL = {
         "STORE-8": P,
     },
     "REQ": {"REQ-2": P},  # stop cut, what it cannot serve refused
-    "TURN": {"TURN-3": P},  # LS failures are errors (its rate limit a 429), then a cool-down it asks to wait out
+    # TURN-1: each turn's own text, resumed or not; TURN-3: LS failures are errors (its rate limit a 429), then a
+    # cool-down it asks to wait out.
+    "TURN": {"TURN-1": P, "TURN-3": P},
 }
 
 
@@ -164,6 +166,7 @@ def test_the_lean_personality_is_not_checkable_for_what_it_lacks_and_fails_nothi
         ("stop-ignored", "REQ", {"REQ-2"}),
         ("usage-twice", "ACC", {"ACC-4"}),
         ("error-as-empty-200", "TURN", {"TURN-3"}),
+        ("resume-from-zero", "TURN", {"TURN-1"}),
     ],
 )
 def test_each_seed_defect_fails_exactly_its_invariants(

@@ -156,7 +156,9 @@ class Runner:
                     raise
                 log(f"resume of {pooled.cascade_id} rejected ({exc.details}); fresh cascade with the full history")
             else:
-                polled = self._ls.run_turn(pooled.cascade_id, pooled.step_offset, on_growth)
+                # The defect resume-from-zero polls the resumed cascade from its first step.
+                offset = 0 if self._settings.defect("resume-from-zero") else pooled.step_offset
+                polled = self._ls.run_turn(pooled.cascade_id, offset, on_growth)
                 return polled, pooled.cascade_id, pooled.generator_offset, built.text
         attach = not tools and not self._settings.defect("history-image-placeholder")
         built = build_fresh(request.model, request.conversation, request.tools, self._limits, attach_history=attach)

@@ -21,6 +21,7 @@ DEFECTS = frozenset(
         "stop-ignored",
         "usage-twice",
         "error-as-empty-200",
+        "resume-from-zero",
     }
 )
 PERSONALITIES = ("full", "lean", "scoped")
