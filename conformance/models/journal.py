@@ -72,3 +72,14 @@ def delta(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]
         "new_rows": new_rows,
         "rows": rows,
     }
+
+
+def send_text(entry: Mapping[str, Any]) -> str:
+    """The prompt text a Send carried (``items[0].text``)."""
+    items = (entry.get("request") or {}).get("items") or [{}]
+    return str(items[0].get("text", ""))
+
+
+def cascade_of(entry: Mapping[str, Any]) -> str:
+    """The cascade id a request names ("" when none)."""
+    return str((entry.get("request") or {}).get("cascade_id", ""))

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.gateway import RATE_LIMIT, REFUSAL, ChatAnswer, open_gateway
-from conformance.models.journal import SEND, sends
+from conformance.models.journal import SEND, cascade_of, send_text, sends
 from conformance.models.stream import StreamView
 from conformance.models.turn import answers
 from conformance.properties import Case, Evidence, invariant_property, require
@@ -21,6 +21,8 @@ from conformance.refusals import transient_error
 from conformance.strategies.turn import (
     RATE_LIMIT_CODE,
     conversation_cases,
+    failed_turn_cases,
+    failing_after_text,
     failing_turn,
     ls_failure_cases,
     scripted_turn,
@@ -159,3 +161,48 @@ def this_turns_text_exactly_once(target: Target, case: Case, evidence: Evidence)
         require(after > before, f"turn {turn} reached no Send")
         require(after <= len(case["answers"]), f"turn {turn} took more Sends than the conversation has turns")
         _judge_turn(case["answers"][after - 1], got, turn)
+
+
+def _failed(case: Case, entries: list[dict[str, Any]]) -> bool:
+    """Whether the scripted failure happened: the error step was revealed with the turn, or a steps call failed."""
+    if case["failure"] == "error step":
+        return any(e.get("method") == SEND and e.get("status") == "OK" for e in entries)
+    return any(e.get("method") == "GetCascadeTrajectorySteps" and e.get("status") != "OK" for e in entries)
+
+
+@invariant_property("TURN-2", needs=("gateway.chat",), cases=failed_turn_cases, max_examples=15)
+def a_failed_turn_leaves_nothing_behind(target: Target, case: Case, evidence: Evidence) -> None:
+    """A turn fails after some of its text (an error step, or a steps call failing mid-answer): the conversation's
+    next turn goes to a fresh cascade that carries the whole history (the failed turn was not committed to be
+    resumed), and the failed request, sent again, reaches the LS (its partial answer was not cached)."""
+    answered = {"chunks": [{"text": RECOVERED}], "records": [{"input_tokens": 5, "output_tokens": 3}]}
+    scenario = {"turns": [failing_after_text(case), *[answered] * 4]}
+    with open_gateway(target, scenario) as gw:
+        first = {"role": "user", "content": gw.tag(case["question"])}
+        failed = gw.chat({"messages": [first], "stream": case["stream"]}, judged=(REFUSAL, RATE_LIMIT))
+        served = gw.journal()
+        # The client goes on from what it saw: the streamed text, or (answered an error) the text before the failure.
+        seen = _content(failed) if failed.events is not None else "".join(case["pieces"])
+        following = [first, {"role": "assistant", "content": seen}, {"role": "user", "content": case["next_question"]}]
+        gw.chat({"messages": following, "stream": False})
+        after_next = gw.journal()
+        gw.chat({"messages": [first], "stream": case["stream"]})
+        after_repeat = gw.journal()
+    evidence.add("exchanges", gw.exchanges)
+    require(_failed(case, served), f"the scripted failure ({case['failure']}) never happened: the turn ended first")
+    failing = sends(served)
+    require(len(failing) == 1, "the failing request reached the LS more than once (an internal retry)")
+    next_sends = sends(after_next)[len(failing) :]
+    assert len(next_sends) == 1, f"the next turn reached {len(next_sends)} Sends, expected 1"
+    assert cascade_of(next_sends[0]) != cascade_of(failing[0]), (
+        f"the next turn resumed the cascade of the failed turn ({cascade_of(failing[0])}): the failed turn was kept"
+    )
+    sent = send_text(next_sends[0])
+    for question in (first["content"], case["next_question"]):
+        assert question in sent, (
+            f"the next turn went to a fresh cascade without the whole history: {question!r} is not in its Send\n"
+            f"  Send: {sent!r}"
+        )
+    assert len(sends(after_repeat)) > len(sends(after_next)), (
+        "the failed request, sent again, reached no Send: its partial answer was cached"
+    )

@@ -108,3 +108,32 @@ def scripted_turn(answer: Case) -> dict[str, Any]:
     if answer["modified"] is not None:
         turn["modified_response"] = answer["modified"]
     return turn
+
+
+@st.composite
+def failed_turn_cases(draw: st.DrawFn, target: Target) -> Case:
+    """A turn that fails after some of its text (an error step after the text, or a polling call that fails
+    once text was polled), streamed or not, then the conversation's next question."""
+    pieces = draw(st.lists(unicode_text(min_size=1, max_size=30), min_size=1, max_size=4))
+    return {
+        "question": draw(unicode_text(min_size=1, max_size=30)),
+        "next_question": draw(unicode_text(min_size=1, max_size=30)),
+        "pieces": pieces,
+        "failure": draw(st.sampled_from(["error step", "polling fails"])),
+        "code": draw(st.sampled_from(ERROR_CODES)),
+        "stream": draw(st.booleans()),
+    }
+
+
+def failing_after_text(case: Case) -> dict[str, Any]:
+    """The scenario turn of a failed-turn case: its text, then the failure."""
+    chunks: list[dict[str, Any]] = [{"text": piece} for piece in case["pieces"]]
+    turn: dict[str, Any] = {"chunks": chunks, "records": [{"input_tokens": 7, "output_tokens": 3}]}
+    if case["failure"] == "error step":
+        chunks.append({"error": "cascade failed: the model stopped"})
+    else:
+        # The first text frame is revealed by the first polls; a later steps call fails mid-answer.
+        chunks.append({"text": " and more", "delay_s": 0.05})
+        override = {"rpc": "GetCascadeTrajectorySteps", "call": 2, "error_code": case["code"]}
+        turn["overrides"] = [override]
+    return turn

@@ -89,7 +89,7 @@ FULL = {
     "REQ": {"REQ-2": P},  # stop cut, what it cannot serve refused
     # TURN-1: each turn's own text, resumed or not; TURN-3: LS failures are errors (its rate limit a 429), then a
     # cool-down it asks to wait out.
-    "TURN": {"TURN-1": P, "TURN-3": P},
+    "TURN": {"TURN-1": P, "TURN-2": P, "TURN-3": P},
 }
 
 
@@ -167,6 +167,7 @@ def test_the_lean_personality_is_not_checkable_for_what_it_lacks_and_fails_nothi
         ("usage-twice", "ACC", {"ACC-4"}),
         ("error-as-empty-200", "TURN", {"TURN-3"}),
         ("resume-from-zero", "TURN", {"TURN-1"}),
+        ("failed-turn-kept", "TURN", {"TURN-2"}),
     ],
 )
 def test_each_seed_defect_fails_exactly_its_invariants(

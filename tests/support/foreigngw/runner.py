@@ -113,7 +113,9 @@ class Runner:
         pooled = self._take_pooled(request) if full and request.resumable else None
         try:
             self._ls.warm_up()
-            polled, cascade_id, generator_offset, prompt = self._play(request, pooled, on_growth)
+            polled, cascade_id, generator_offset, prompt = self._play_keeping_failures(
+                request, pooled, on_growth, cache_key
+            )
         except UpstreamError as exc:
             if self._settings.defect("error-as-empty-200") and exc.method != "SendUserCascadeMessage":
                 return Answer("", (), 0, 0)  # the defect: a failed poll taken as the end of an empty answer
@@ -168,6 +170,18 @@ class Runner:
         cascade_id = self._ls.start()
         self._ls.send(cascade_id, built.text, built.images, request.model, tools=tools)
         return self._ls.run_turn(cascade_id, 0, on_growth), cascade_id, 0, built.text
+
+    def _play_keeping_failures(
+        self, request: TurnRequest, pooled: _Pooled | None, on_growth: OnGrowth | None, cache_key: str | None
+    ) -> tuple[Polled, str, int, str]:
+        """``_play``; with the defect failed-turn-kept, a turn the LS failed leaves its (empty) answer cached."""
+        try:
+            return self._play(request, pooled, on_growth)
+        except (UpstreamError, ModelError):
+            if cache_key is not None and self._settings.defect("failed-turn-kept"):
+                with self._lock:
+                    self._cache[cache_key] = Answer("", (), 0, 0)
+            raise
 
     def _with_usage(
         self, content: str, calls: tuple[ToolCall, ...], prompt: str, text: str, cascade_id: str, offset: int

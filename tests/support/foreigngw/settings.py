@@ -22,6 +22,7 @@ DEFECTS = frozenset(
         "usage-twice",
         "error-as-empty-200",
         "resume-from-zero",
+        "failed-turn-kept",
     }
 )
 PERSONALITIES = ("full", "lean", "scoped")

@@ -1,0 +1,58 @@
+"""TURN-2 on the engine's chat front: a turn that fails after some of its text is neither cached nor
+committed to the pool; the next turn starts a fresh cascade with the whole history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import openai
+import pytest
+
+from fakels.server import FakeLSThread
+from tests.engine.http.conftest import MODEL, play, sends
+
+USAGE = {"input_tokens": 4, "output_tokens": 2}
+OK = {"chunks": [{"text": "fine"}], "records": [USAGE]}
+FAILURES = [
+    pytest.param(
+        {"chunks": [{"text": "half an answer"}, {"error": "model stopped"}], "records": [USAGE]}, id="error-step"
+    ),
+    pytest.param(
+        {
+            "chunks": [{"text": "half an answer"}, {"text": " and more", "delay_s": 0.05}],
+            "overrides": [{"rpc": "GetCascadeTrajectorySteps", "call": 2, "error_code": "UNAVAILABLE"}],
+        },
+        id="polling-fails",
+    ),
+]
+QUESTION: list[Any] = [{"role": "user", "content": "first question"}]
+
+
+@pytest.mark.invariant("TURN-2")
+@pytest.mark.parametrize("failing", FAILURES)
+def test_the_next_turn_after_a_failed_one_starts_fresh_with_the_whole_history(
+    fake: FakeLSThread, client: openai.OpenAI, failing: dict[str, Any]
+) -> None:
+    play(fake, failing, OK, OK)
+    with pytest.raises(openai.APIStatusError):
+        client.chat.completions.create(model=MODEL, messages=QUESTION)
+    following = [*QUESTION, {"role": "assistant", "content": "half an answer"}, {"role": "user", "content": "and?"}]
+    client.chat.completions.create(model=MODEL, messages=following)
+    failed, next_turn = sends(fake)
+    assert next_turn.request["cascade_id"] != failed.request["cascade_id"]
+    text = next_turn.request["items"][0]["text"]
+    assert "first question" in text
+    assert "and?" in text
+
+
+@pytest.mark.invariant("TURN-2")
+@pytest.mark.parametrize("failing", FAILURES)
+def test_a_failed_request_sent_again_reaches_the_ls(
+    fake: FakeLSThread, client: openai.OpenAI, failing: dict[str, Any]
+) -> None:
+    play(fake, failing, OK, OK)
+    with pytest.raises(openai.APIStatusError):
+        client.chat.completions.create(model=MODEL, messages=QUESTION)
+    again = client.chat.completions.create(model=MODEL, messages=QUESTION)
+    assert again.choices[0].message.content == "fine"
+    assert len(sends(fake)) == 2
