@@ -83,3 +83,10 @@ def send_text(entry: Mapping[str, Any]) -> str:
 def cascade_of(entry: Mapping[str, Any]) -> str:
     """The cascade id a request names ("" when none)."""
     return str((entry.get("request") or {}).get("cascade_id", ""))
+
+
+def unescaped(text: str) -> str:
+    """``text`` read modulo a framing that escapes closing tags in turn texts (``</human>`` written as
+    ``<\\/human>``): applied to the prompt and to the expected texts alike, so a turn whose own text
+    holds ``<\\/`` is found as it was sent."""
+    return text.replace("<\\/", "</")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from typing import Any
 
 
 def stop_sequences(stop: str | Sequence[str]) -> list[str]:
@@ -13,3 +15,40 @@ def text_before_stop(text: str, stop: str | Sequence[str]) -> str:
     """``text`` up to (not including) the earliest occurrence of any stop sequence; all of it when none occurs."""
     found = [i for i in (text.find(s) for s in stop_sequences(stop)) if i >= 0]
     return text[: min(found)] if found else text
+
+
+# What a JavaScript gateway writes for an object it concatenated as a string.
+OBJECT_RENDERED = "[object Object]"
+
+
+def _texts(content: Any) -> list[str]:
+    """The texts a content carries, each part on its own (a gateway joins parts as it likes)."""
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text"]
+    return []
+
+
+def _json_forms(value: str) -> tuple[str, ...]:
+    """``value`` as it appears inside a JSON document: as is, or with non-ASCII escaped."""
+    return tuple(dict.fromkeys((value, json.dumps(value)[1:-1])))
+
+
+def history_pieces(messages: list[dict[str, Any]]) -> list[tuple[str, tuple[str, ...]]]:
+    """What a fresh cascade's Send must carry, in order: each piece named, with the forms it may take.
+    User and assistant texts and tool results as given (surrounding whitespace aside), each tool call's
+    name and argument values."""
+    pieces: list[tuple[str, tuple[str, ...]]] = []
+    for index, message in enumerate(messages):
+        role = message.get("role")
+        where = f"messages[{index}] ({role})"
+        for text in _texts(message.get("content")):
+            if text.strip():
+                pieces.append((f"{where} text", (text.strip(),)))
+        for call in message.get("tool_calls") or ():
+            function = call["function"]
+            pieces.append((f"{where} tool call name", (function["name"],)))
+            for key, value in json.loads(function["arguments"]).items():
+                pieces.append((f"{where} tool call {function['name']} argument {key}", _json_forms(value)))
+    return pieces

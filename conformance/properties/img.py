@@ -40,6 +40,7 @@ from conformance.models.img import (
     summary,
     without_history_images,
 )
+from conformance.models.journal import unescaped
 from conformance.properties import SCOPE_HINT, Case, Evidence, invariant_property, require
 from conformance.strategies.img import (
     any_wire,
@@ -130,16 +131,16 @@ def check_lines(sent: Sent, expected: Model, ordinal_of: Callable[[Slot], int | 
     them. Only the texts are judged, inside whatever framing the gateway puts around turns (role
     lines, tags, its own system and identity lines): no statement asks for a framing, nor for the
     placeholder's words; a placeholder only must not be a marker (an image it says is attached)."""
-    text = _unescaped(sent.text)
+    text = unescaped(sent.text)
     at = 0
-    for body in map(_unescaped, expected.bodies(ordinal_of)):
+    for body in map(unescaped, expected.bodies(ordinal_of)):
         found = _turn_text(body).search(text, at)
         assert found is not None, (
             f"a replayed turn is not in the prompt as expected (attached blocks as markers, the rest as "
             f"placeholders)\n  expected text: {body!r}\n  prompt from offset {at}: {text[at:][:600]!r}"
         )
         at = found.end()
-    current = _unescaped(expected.current_text)
+    current = unescaped(expected.current_text)
     assert text.find(current, at) >= 0, (
         f"the current turn's text {current!r} is not in the prompt after the replayed turns; the prompt from "
         f"offset {at}: {text[at:][:600]!r}"
@@ -154,13 +155,6 @@ def _turn_text(body: str) -> re.Pattern[str]:
     """``body`` (the model's text, with the seed's placeholder) as a pattern that takes any wording of
     the placeholder that is not a marker."""
     return re.compile(_ANY_PLACEHOLDER.join(re.escape(piece) for piece in body.split(PLACEHOLDER)))
-
-
-def _unescaped(text: str) -> str:
-    """``text`` read modulo a framing that escapes closing tags in turn texts (``</human>`` written as
-    ``<\\/human>``): applied to the prompt and to the expected texts alike, so a turn whose own text
-    holds ``<\\/`` is found as it was sent."""
-    return text.replace("<\\/", "</")
 
 
 # ---------------------------------------------------------------------------- IMG-1

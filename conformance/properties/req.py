@@ -1,5 +1,8 @@
 """REQ: requests as the client sent them (gateway-fixes.md P2, P9), end to end through a gateway.
 
+REQ-1 sends a conversation with earlier rounds to a fresh cascade and reads the Send the fake received:
+every turn's pieces (:func:`conformance.models.req.history_pieces`) must be in it, in order.
+
 REQ-2 sends a request the fake's scripted answer lets the kit judge: with ``stop``, the delivered text
 must be the scripted answer cut before its first stop sequence (:mod:`conformance.models.req`), or the
 request refused; with a parameter the LS cannot honour, or nothing to answer, a 4xx that reached no
@@ -10,12 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.errors import excerpt
+from conformance.example_tags import tagged, untagged
 from conformance.gateway import REFUSAL, ChatAnswer, GatewayUnderTest, open_gateway
-from conformance.models.journal import sends
-from conformance.models.req import text_before_stop
+from conformance.models.journal import send_text, sends, unescaped
+from conformance.models.req import OBJECT_RENDERED, history_pieces, text_before_stop
 from conformance.models.stream import StreamView
 from conformance.properties import Case, Evidence, invariant_property
-from conformance.strategies.req import nothing_to_answer, parameter_cases
+from conformance.strategies.req import history_cases, nothing_to_answer, parameter_cases
 from conformance.targets import Target
 
 _USAGE = {"input_tokens": 12, "output_tokens": 7}
@@ -99,3 +104,30 @@ def parameters_honoured_or_refused(target: Target, case: Case, evidence: Evidenc
         )
         assert sent == upstream, f"the gateway refused {asked} only after sending the turn to the LS"
         upstream = sent
+
+
+@invariant_property("REQ-1", needs=("gateway.chat",), cases=history_cases, max_examples=25)
+def every_turn_reaches_a_fresh_cascade(target: Target, case: Case, evidence: Evidence) -> None:
+    """A conversation with earlier rounds (texts as strings or parts arrays, tool calls with arguments, tool
+    results up to 20 KB) goes to a fresh cascade: its Send carries every piece in order, whatever framing the
+    gateway puts around them, and never ``[object Object]``."""
+    messages = tagged(case["messages"])
+    scenario = {"turns": [{"chunks": [{"text": "noted"}], "records": [_USAGE]}]}
+    with open_gateway(target, scenario) as gw:
+        gw.chat({"messages": messages, "stream": False})
+        entries = gw.journal()
+    evidence.add("exchanges", gw.exchanges)
+    sent = sends(entries)
+    assert sent, "the conversation reached no Send"
+    text = unescaped(untagged(send_text(sent[0])))
+    evidence.add("first Send", excerpt(text))
+    assert OBJECT_RENDERED not in text, f"a part was rendered as {OBJECT_RENDERED}: {excerpt(text)}"
+    at = 0
+    for what, forms in history_pieces(case["messages"]):
+        found = [(text.find(form, at), form) for form in forms if text.find(form, at) >= 0]
+        assert found, (
+            f"{what} is not in the Send after the turns before it\n  expected: {excerpt(forms[0])!r}\n"
+            f"  Send from offset {at}: {text[at:][:600]!r}"
+        )
+        position, form = min(found)
+        at = position + len(form)

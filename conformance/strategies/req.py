@@ -3,6 +3,7 @@ gateway cannot serve as asked (each carrying one such parameter or nothing to an
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hypothesis import strategies as st
@@ -88,3 +89,64 @@ def nothing_to_answer(ending: str) -> list[dict[str, Any]]:
     (an empty user message follows an answer, so the conversation is otherwise well formed)."""
     last = dict(_NOTHING_TO_ANSWER[ending][0])
     return [last] if last["role"] == "assistant" else [{"role": "assistant", "content": "Sure."}, last]
+
+
+# Argument values no JSON encoder escapes differently (no quotes, backslashes, controls or <>&).
+_PLAIN = st.text(
+    st.characters(codec="utf-8", categories=("L", "N", "Zs"), exclude_characters="<>&\u2028\u2029"),
+    min_size=1,
+    max_size=20,
+).filter(lambda s: s.strip() == s and s != "")
+
+
+@st.composite
+def _content(draw: st.DrawFn, text: str) -> Any:
+    """``text`` as a message content: a string, or a parts array that splits it into text parts."""
+    if len(text) < 2 or not draw(st.booleans()):
+        return text
+    cut = draw(st.integers(1, len(text) - 1))
+    return [{"type": "text", "text": text[:cut]}, {"type": "text", "text": text[cut:]}]
+
+
+@st.composite
+def _tool_result(draw: st.DrawFn) -> str:
+    """A tool result: short, or long (2-20 KB, past the 2000 characters a defect cut results at)."""
+    if draw(st.booleans()):
+        return draw(unicode_text(min_size=1, max_size=60))
+    unit = draw(unicode_text(min_size=1, max_size=30))
+    return "result begins|" + (unit + "|") * draw(st.integers(100, 700)) + "result ends"
+
+
+@st.composite
+def history_cases(draw: st.DrawFn, target: Target) -> Case:
+    """A conversation of 1-3 earlier rounds and a current question. A round is a user message, then the
+    assistant's answer with text or tool calls (each with a name and arguments) and their results; texts
+    come as strings or parts arrays."""
+    messages: list[dict[str, Any]] = []
+    for round_ in range(draw(st.integers(1, 3))):
+        messages.append({"role": "user", "content": draw(_content(draw(unicode_text(min_size=1, max_size=40))))})
+        answer = draw(unicode_text(min_size=1, max_size=40))
+        if not draw(st.booleans()):
+            messages.append({"role": "assistant", "content": draw(_content(answer))})
+            continue
+        calls = [
+            {
+                "id": f"call_{round_}_{n}",
+                "type": "function",
+                "function": {
+                    "name": draw(st.sampled_from(["read_file", "search", "run_tests", "lookup"])),
+                    "arguments": json.dumps(
+                        draw(st.dictionaries(st.sampled_from(["path", "query", "mode"]), _PLAIN, min_size=1)),
+                        ensure_ascii=False,
+                    ),
+                },
+            }
+            for n in range(draw(st.integers(1, 2)))
+        ]
+        text = answer if draw(st.booleans()) else None
+        messages.append({"role": "assistant", "content": text, "tool_calls": calls})
+        for call in calls:
+            result = draw(_tool_result())
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": draw(_content(result))})
+    messages.append({"role": "user", "content": draw(_content(draw(unicode_text(min_size=1, max_size=40))))})
+    return {"messages": messages}

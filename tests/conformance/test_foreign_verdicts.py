@@ -86,7 +86,7 @@ FULL = {
         "STORE-7": P,
         "STORE-8": P,
     },
-    "REQ": {"REQ-2": P},  # stop cut, what it cannot serve refused
+    "REQ": {"REQ-1": P, "REQ-2": P},  # every turn in a fresh Send; stop cut, what it cannot serve refused
     # TURN-1: each turn's own text, resumed or not; TURN-3: LS failures are errors (its rate limit a 429), then a
     # cool-down it asks to wait out.
     "TURN": {"TURN-1": P, "TURN-2": P, "TURN-3": P},
@@ -136,7 +136,10 @@ LEAN = {
     # ACC-4: it estimates usage from text and never reads the LS's generator metadata.
     "OFF,SO,ACC": FULL["OFF,SO,ACC"] | {"OFF-2": NC, "OFF-4": NC, "SO-2": NC, "ACC-2": NC, "ACC-4": NC},
     "STORE": dict.fromkeys(FULL["STORE"], NC),
-    "REQ": {"REQ-2": P},  # it refuses stop: that honours REQ-2 too
+    "REQ": {
+        "REQ-1": P,
+        "REQ-2": P,
+    },  # tool traffic is refused (501), the rest judged; it refuses stop: that honours REQ-2 too
     "TURN": FULL["TURN"],
 }
 
@@ -168,6 +171,8 @@ def test_the_lean_personality_is_not_checkable_for_what_it_lacks_and_fails_nothi
         ("error-as-empty-200", "TURN", {"TURN-3"}),
         ("resume-from-zero", "TURN", {"TURN-1"}),
         ("failed-turn-kept", "TURN", {"TURN-2"}),
+        ("last-user-only", "REQ", {"REQ-1"}),
+        ("parts-as-objects", "REQ", {"REQ-1"}),
     ],
 )
 def test_each_seed_defect_fails_exactly_its_invariants(

@@ -11,7 +11,6 @@ from conformance.properties import properties
 
 NOT_YET_IMPLEMENTED = frozenset(
     {
-        "REQ-1",
         "SCOPE-1",
         "SCOPE-2",
         "SCOPE-3",

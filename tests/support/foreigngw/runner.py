@@ -60,6 +60,11 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
+def _as_objects(content: Any) -> Any:
+    """A parts list as a JavaScript gateway concatenates one: each part '[object Object]'."""
+    return "".join("[object Object]" for _ in content) if isinstance(content, list) else content
+
+
 def _tools_key(tools: tuple[ToolSpec, ...]) -> list[Any]:
     return [[t.name, t.description, t.parameters] for t in tools]
 
@@ -163,13 +168,24 @@ class Runner:
                 polled = self._ls.run_turn(pooled.cascade_id, offset, on_growth)
                 return polled, pooled.cascade_id, pooled.generator_offset, built.text
         attach = not tools and not self._settings.defect("history-image-placeholder")
-        built = build_fresh(request.model, request.conversation, request.tools, self._limits, attach_history=attach)
+        built = build_fresh(
+            request.model, self._as_sent(request.conversation), request.tools, self._limits, attach_history=attach
+        )
         if any(built.dropped.values()) or built.attached:
             counts = " ".join(f"{k}={v}" for k, v in built.dropped.items())
             log(f"history images attached={built.attached} dropped: {counts}")
         cascade_id = self._ls.start()
         self._ls.send(cascade_id, built.text, built.images, request.model, tools=tools)
         return self._ls.run_turn(cascade_id, 0, on_growth), cascade_id, 0, built.text
+
+    def _as_sent(self, conversation: Conversation) -> Conversation:
+        """The conversation a fresh Send is built from; the REQ-1 defects lose parts of it."""
+        entries = conversation.entries
+        if self._settings.defect("last-user-only"):
+            entries = entries[conversation.current_index() :]
+        if self._settings.defect("parts-as-objects"):
+            entries = [replace(entry, content=_as_objects(entry.content)) for entry in entries]
+        return replace(conversation, entries=list(entries))
 
     def _play_keeping_failures(
         self, request: TurnRequest, pooled: _Pooled | None, on_growth: OnGrowth | None, cache_key: str | None

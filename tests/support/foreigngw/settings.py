@@ -23,6 +23,8 @@ DEFECTS = frozenset(
         "error-as-empty-200",
         "resume-from-zero",
         "failed-turn-kept",
+        "last-user-only",
+        "parts-as-objects",
     }
 )
 PERSONALITIES = ("full", "lean", "scoped")
