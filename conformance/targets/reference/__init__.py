@@ -75,6 +75,7 @@ class ReferenceTarget(EngineOperations, GatewayOperations, StoreOperations, Sess
 
     def close(self) -> None:
         self.gateway_stop()
+        self._finish_stopping()
         self.store_close()
         self.session_close()
         self.ls_stop()

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from conformance.targets import HttpOptions, HttpTarget
@@ -19,9 +20,14 @@ _FAST_POLL_S = 0.002
 _IDENTITY = ClientIdentity(os="linux", hardware="x86_64", extension_version="2.0.67", request_id=lambda: 1)
 
 
+# How long the target's close waits for gateways still stopping in the background.
+_STOP_JOIN_S = 15.0
+
+
 class GatewayOperations:
     _served_gateway: ServedGateway | None = None
     _gateway_client: HttpTarget | None = None
+    _stopping: tuple[threading.Thread, ...] = ()
 
     def _new_gateway(self, ls_address: str, csrf_token: str) -> Gateway:
         """The gateway one ``gateway.start`` serves (a hook for deliberately broken variants)."""
@@ -53,9 +59,18 @@ class GatewayOperations:
             self._gateway_client.close()
             self._gateway_client = None
         if self._served_gateway is not None:
-            self._served_gateway.stop()
-            self._served_gateway = None
+            served, self._served_gateway = self._served_gateway, None
+            # uvicorn's shutdown sleeps 0.1 s whatever is still open; the next example need not wait for it.
+            stopping = threading.Thread(target=served.stop, name="reference-gateway-stop", daemon=True)
+            stopping.start()
+            self._stopping = (*(t for t in self._stopping if t.is_alive()), stopping)
         return {}
+
+    def _finish_stopping(self) -> None:
+        """Wait for the gateways still stopping (the target is closing)."""
+        for thread in self._stopping:
+            thread.join(_STOP_JOIN_S)
+        self._stopping = ()
 
     def _http(self) -> HttpTarget:
         if self._gateway_client is None:
