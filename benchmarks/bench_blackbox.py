@@ -42,10 +42,12 @@ _FOREIGN_ENV = (
     "CASCADE_POLL_INTERVAL_MS=2",
     "FGW_STORE_MAX_MESSAGES=12",
     "FGW_STORE_MAX_ENTRY_BYTES=65536",
+    "CASCADE_MAX_WAIT_MS=1500",
 )
 _ENGINE = (
     f"{sys.executable} -m engine.cli serve --port {{port}} --ls-address {{ls_address}} --csrf-token {{csrf_token}} "
-    "--api-key bk-1 --api-key bk-2 --poll-interval-s 0.005 --store-max-messages 12 --store-max-entry-bytes 65536"
+    "--api-key bk-1 --api-key bk-2 --poll-interval-s 0.005 --store-max-messages 12 --store-max-entry-bytes 65536 "
+    "--max-wait-s 2.5 --heartbeat-s 0.25"
 )
 
 
@@ -71,10 +73,12 @@ def _argv(gateway: str, report: Path) -> list[str]:
         for pair in (*(_SCOPED_ENV if gateway == "scoped" else _FOREIGN_ENV), *extra):
             argv += ["--launch-env", pair]
         if gateway != "scoped":
-            return [*argv, *_SMALL_STORE, "--api-key", "fk-1", "--api-key", "fk-2", "--cache-writes", "apart"]
+            declared = ["--cache-writes", "apart", "--wait-limit", "1.5"]
+            return [*argv, *_SMALL_STORE, "--api-key", "fk-1", "--api-key", "fk-2", *declared]
         scoped = ["--store-limits", "max_messages=400,max_entry_bytes=100k", "--api-key", "fk-1", *_READS]
         return [*argv, *scoped, "--cache-writes", "apart"]
     argv += [*_SMALL_STORE, "--launch", _ENGINE, "--api-key", "bk-1", "--api-key", "bk-2", "--cache-writes", "prompt"]
+    argv += ["--wait-limit", "2.5", "--heartbeat-interval", "0.25"]
     return [*argv, "--ledger-path", "/v1/ledger", *_READS]
 
 

@@ -37,9 +37,13 @@ MODEL_UID = "claude-sonnet-4-6"
 
 @dataclass(frozen=True)
 class ChatAnswer:
+    """``longest_silence_s``: the longest a stream went without a line (comments included), when the target
+    times its streams."""
+
     status: int
     body: Any = None
     events: list[str] | None = None
+    longest_silence_s: float | None = None
 
     @property
     def streamed(self) -> bool:
@@ -50,6 +54,19 @@ class ChatAnswer:
 
 
 ScopedBody = Callable[[Mapping[str, Any], int], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class TimeLimits:
+    """What a gateway declares of its time limits: after how many seconds it stops waiting on a turn the LS
+    still runs, and the longest it leaves a stream silent (None: undeclared)."""
+
+    wait_limit_s: float | None = None
+    heartbeat_s: float | None = None
+
+    @classmethod
+    def declared(cls, facts: Mapping[str, Any]) -> TimeLimits:
+        return cls(facts.get("wait_limit_s"), facts.get("heartbeat_s"))
 
 
 class GatewayUnderTest:
@@ -66,12 +83,14 @@ class GatewayUnderTest:
         scoped_body: ScopedBody | None = None,
         *,
         cache_writes: str | None = None,
+        time_limits: TimeLimits = TimeLimits(),
     ) -> None:
         self.target = target
         self.ls = ls
         self.api_keys = list(api_keys)
         self.model = model
         self.cache_writes = cache_writes
+        self.time_limits = time_limits
         self._scoped_body = scoped_body
         self.run_tag = uuid.uuid4().hex[:12]
         self.exchanges: list[dict[str, Any]] = []
@@ -93,7 +112,7 @@ class GatewayUnderTest:
             body = self._scoped_body(body, caller)
         with _impatient(self.target) if RATE_LIMIT in judged else contextlib.nullcontext():
             answer = self.target.call("gateway.chat", request=body, api_key=self.api_keys[caller % len(self.api_keys)])
-        result = ChatAnswer(answer["status"], answer.get("body"), answer.get("events"))
+        result = ChatAnswer(answer["status"], answer.get("body"), answer.get("events"), answer.get("longest_silence_s"))
         self.exchanges.append({"request": excerpt(body), "caller": caller, "answer": result.summary()})
         said = result.events if result.streamed else result.body
         refused = refusal("POST /v1/chat/completions", result.status, said, waited_s=_waited(self.target))
@@ -138,6 +157,7 @@ def open_gateway(target: Target, scenario: Mapping[str, Any]) -> Iterator[Gatewa
             defaults["model"],
             scoped_body,
             cache_writes=defaults.get("cache_writes"),
+            time_limits=TimeLimits.declared(defaults),
         )
         return
     if "gateway.start" not in target.operations():
@@ -151,6 +171,7 @@ def open_gateway(target: Target, scenario: Mapping[str, Any]) -> Iterator[Gatewa
                 started["api_keys"],
                 started["model"],
                 cache_writes=started.get("cache_writes"),
+                time_limits=TimeLimits.declared(started),
             )
         finally:
             if "gateway.stop" in target.operations():

@@ -221,13 +221,17 @@ _GATEWAY_OPERATIONS = (
         name="gateway.start",
         summary="Start a fresh gateway (empty cache, ledger and pool) whose language server is the one at "
         "ls_address; answers the API keys (each a caller identity), the model name to use in requests and, "
-        "optionally, where its usage counts the LS's cache-write tokens (prompt: in prompt_tokens; apart: not).",
+        "optionally, where its usage counts the LS's cache-write tokens (prompt: in prompt_tokens; apart: not), "
+        "after how many seconds it stops waiting on a running turn (wait_limit_s) and its longest silence in a "
+        "stream (heartbeat_s).",
         params=_object({"ls_address": {"type": "string"}, "csrf_token": {"type": "string"}}),
         result=_object(
             {
                 "api_keys": {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1},
                 "model": {"type": "string", "minLength": 1},
                 "cache_writes": {"enum": ["prompt", "apart"]},
+                "wait_limit_s": {"type": "number", "exclusiveMinimum": 0},
+                "heartbeat_s": {"type": "number", "exclusiveMinimum": 0},
             },
             required=["api_keys", "model"],
         ),
@@ -236,12 +240,20 @@ _GATEWAY_OPERATIONS = (
         name="gateway.chat",
         summary="Send one OpenAI chat-completions request (the body as given, `stream` included) with "
         "`Authorization: Bearer api_key`; answers the HTTP status and either the JSON body or, for an event "
-        "stream, the data of every event in order (`[DONE]` included, heartbeat comments left out).",
+        "stream, the data of every event in order (`[DONE]` included, heartbeat comments left out) and, "
+        "optionally, the longest time the stream was silent (no line at all, comments included).",
         params=_object({"request": {"type": "object"}, "api_key": {"type": "string"}}),
         result={
             "oneOf": [
                 _object({"status": {"type": "integer"}, "body": {}}),
-                _object({"status": {"type": "integer"}, "events": {"type": "array", "items": {"type": "string"}}}),
+                _object(
+                    {
+                        "status": {"type": "integer"},
+                        "events": {"type": "array", "items": {"type": "string"}},
+                        "longest_silence_s": {"type": "number", "minimum": 0},
+                    },
+                    required=["status", "events"],
+                ),
             ]
         },
     ),

@@ -166,6 +166,24 @@ HTTP_FLAGS: tuple[HttpFlag, ...] = (
         pytest_help="where usage counts cache-write tokens: prompt or apart (default: undeclared)",
     ),
     HttpFlag(
+        "wait-limit",
+        "wait_limit_s",
+        metavar="S",
+        number=True,
+        cli_help="seconds after which the gateway stops waiting on a turn the LS still runs, as launched (lower it "
+        "through the gateway's own settings); TURN-5 scripts a turn that outlasts it (default: undeclared)",
+        pytest_help="seconds the gateway waits on a running turn (default: undeclared)",
+    ),
+    HttpFlag(
+        "heartbeat-interval",
+        "heartbeat_s",
+        metavar="S",
+        number=True,
+        cli_help="the longest the gateway leaves a stream silent while the LS is (it sends heartbeats); TURN-5 "
+        "holds it to that (default: undeclared)",
+        pytest_help="the longest silence in a stream (default: undeclared)",
+    ),
+    HttpFlag(
         "rate-limit-wait",
         "rate_limit_wait_s",
         metavar="S",
@@ -219,6 +237,8 @@ _HELP_ORDER: dict[Front, tuple[str, ...]] = {
         "native-bridge",
         "store-limits",
         "cache-writes",
+        "wait-limit",
+        "heartbeat-interval",
         "ready-timeout",
         "rate-limit-wait",
         "max-rps",
@@ -238,6 +258,8 @@ _HELP_ORDER: dict[Front, tuple[str, ...]] = {
         "rate-limit-wait",
         "store-limits",
         "cache-writes",
+        "wait-limit",
+        "heartbeat-interval",
         "max-rps",
         "caller-scope",
         "read-scope",

@@ -70,6 +70,12 @@ def _parser() -> argparse.ArgumentParser:
         help="the longest wait between two polls of a turn (default 0.5, the reference client's); the first poll "
         "comes after 0.01 s (or this, if shorter) and the wait doubles up to it, so quick answers come quickly",
     )
+    serve.add_argument(
+        "--max-wait-s",
+        type=float,
+        default=PollSettings().max_wait_s,
+        help="how long a turn may run before the gateway stops waiting and reports it cut (default 600)",
+    )
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     _store_arguments(serve.add_argument_group("response store (/v1/responses, docs/responses-api.md)"))
     serve.add_argument(
@@ -135,6 +141,8 @@ def _options(args: argparse.Namespace) -> ServeOptions:
         raise UsageError("--max-body-bytes must be >= 1 and --heartbeat-s > 0")
     if not 0.001 <= args.poll_interval_s <= 10:
         raise UsageError(f"--poll-interval-s {args.poll_interval_s}: expected 0.001..10 seconds")
+    if not 0.01 <= args.max_wait_s <= 86400:
+        raise UsageError(f"--max-wait-s {args.max_wait_s}: expected 0.01..86400 seconds")
     store, limits = _store_options(args)
     session_log = args.session_log if args.session_log is not None else str(default_log_path())
     if not session_log.strip():
@@ -151,6 +159,7 @@ def _options(args: argparse.Namespace) -> ServeOptions:
         ls_binary=args.ls_binary,
         native_mode=args.native_bridge,
         poll_interval_s=args.poll_interval_s,
+        max_wait_s=args.max_wait_s,
         log_level=args.log_level,
     )
 

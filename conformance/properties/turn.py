@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.gateway import RATE_LIMIT, REFUSAL, ChatAnswer, open_gateway
+from conformance.gateway import RATE_LIMIT, REFUSAL, ChatAnswer, GatewayUnderTest, TimeLimits, open_gateway
 from conformance.models.journal import SEND, cascade_of, send_text, sends
 from conformance.models.stream import StreamView
 from conformance.models.turn import answers
@@ -26,6 +26,7 @@ from conformance.strategies.turn import (
     failing_turn,
     ls_failure_cases,
     scripted_turn,
+    wait_limit_cases,
 )
 from conformance.targets import Target
 
@@ -206,3 +207,90 @@ def a_failed_turn_leaves_nothing_behind(target: Target, case: Case, evidence: Ev
     assert len(sends(after_repeat)) > len(sends(after_next)), (
         "the failed request, sent again, reached no Send: its partial answer was cached"
     )
+
+
+# How much later than its declared interval a heartbeat may come (timers and the kit's own reading): this
+# much, or half the interval when that is more.
+HEARTBEAT_SLACK_S = 0.3
+_RECORDS = [{"input_tokens": 6, "output_tokens": 2}]
+
+
+def _finish_reasons(answer: ChatAnswer) -> list[str]:
+    if answer.events is not None:
+        return StreamView(answer.events).finish_reasons
+    body = answer.body if isinstance(answer.body, dict) else {}
+    choices = [c for c in body.get("choices") or () if isinstance(c, dict)]
+    return [str(c["finish_reason"]) for c in choices if c.get("finish_reason")]
+
+
+def _judge_cut(gw: GatewayUnderTest, case: Case, wait_limit_s: float, evidence: Evidence) -> None:
+    """A turn whose LS answers some text, then runs on past the wait limit: reported cut, not stopped."""
+    late = wait_limit_s + 60
+    turn = {"chunks": [{"text": case["first"]}, {"text": case["rest"], "delay_s": late}], "records": _RECORDS}
+    gw.ls.load_scenario({"turns": [turn]})
+    request = {
+        "messages": [{"role": "user", "content": gw.tag(f"long: {case['first']}")}],
+        "stream": case["cut_stream"],
+    }
+    answer = gw.chat(request, judged=(REFUSAL, RATE_LIMIT))
+    if _error_of(answer) is not None:
+        evidence.add("cut turn", "reported as an error")
+        return
+    finishes = _finish_reasons(answer)
+    assert finishes == ["length"], (
+        f"the LS still ran after the declared wait limit of {wait_limit_s:g} s; the gateway ended the turn with "
+        f"finish reasons {finishes}, not as cut (finish_reason length, or an error)"
+    )
+
+
+def _judge_heartbeats(gw: GatewayUnderTest, case: Case, limits: TimeLimits, evidence: Evidence) -> None:
+    """A turn whose LS falls silent for a few heartbeat intervals (well inside the wait limit) and then ends:
+    the stream is never silent longer than the interval, and the turn ends normally with all its text."""
+    assert limits.heartbeat_s is not None
+    silence = limits.heartbeat_s * case["silences"]
+    if limits.wait_limit_s is not None:
+        silence = min(silence, limits.wait_limit_s / 2)
+    if silence <= 2 * limits.heartbeat_s:
+        evidence.not_observed("heartbeats (the wait limit leaves no room for a silence of two intervals)")
+        return
+    turn = {"chunks": [{"text": case["first"]}, {"text": case["rest"], "delay_s": silence}], "records": _RECORDS}
+    gw.ls.load_scenario({"turns": [turn]})
+    request = {"messages": [{"role": "user", "content": gw.tag(f"quiet: {case['first']}")}], "stream": True}
+    answer = gw.chat(request)
+    assert _content(answer) == case["first"] + case["rest"], (
+        f"after {silence:g} s of silence (inside the wait limit) the turn's text is {_content(answer)!r}"
+    )
+    assert _finish_reasons(answer) == ["stop"], (
+        f"a turn that ended inside the wait limit ended with {_finish_reasons(answer)}, not stop"
+    )
+    if answer.longest_silence_s is None:
+        evidence.not_observed("heartbeats (the target does not time its streams: longest_silence_s)")
+        return
+    evidence.add("longest silence (s)", answer.longest_silence_s)
+    slack = max(HEARTBEAT_SLACK_S, limits.heartbeat_s / 2)
+    assert answer.longest_silence_s <= limits.heartbeat_s + slack, (
+        f"the LS was silent for {silence:g} s; the stream went {answer.longest_silence_s:g} s without a line, "
+        f"past the declared heartbeat interval of {limits.heartbeat_s:g} s (+{slack:g} s)"
+    )
+
+
+@invariant_property("TURN-5", needs=("gateway.chat",), cases=wait_limit_cases, max_examples=5)
+def time_limits_end_honestly(target: Target, case: Case, evidence: Evidence) -> None:
+    """A turn the LS keeps running past the gateway's declared wait limit is reported as cut (finish ``length``
+    or an error), never as a normal stop; while the LS is silent for a few heartbeat intervals, the stream still
+    carries a line at least every declared interval, and the turn then ends normally."""
+    with open_gateway(target, {"turns": []}) as gw:
+        limits = gw.time_limits
+        require(
+            limits.wait_limit_s is not None or limits.heartbeat_s is not None,
+            "the gateway's wait limit and heartbeat interval are not declared (--wait-limit, --heartbeat-interval)",
+        )
+        if limits.wait_limit_s is not None:
+            _judge_cut(gw, case, limits.wait_limit_s, evidence)
+        else:
+            evidence.not_observed("turns cut by the wait limit (undeclared: --wait-limit)")
+        if limits.heartbeat_s is not None:
+            _judge_heartbeats(gw, case, limits, evidence)
+        else:
+            evidence.not_observed("heartbeats (undeclared: --heartbeat-interval)")
+    evidence.add("exchanges", gw.exchanges)

@@ -137,3 +137,15 @@ def failing_after_text(case: Case) -> dict[str, Any]:
         override = {"rpc": "GetCascadeTrajectorySteps", "call": 2, "error_code": case["code"]}
         turn["overrides"] = [override]
     return turn
+
+
+@st.composite
+def wait_limit_cases(draw: st.DrawFn, target: Target) -> Case:
+    """A turn the LS keeps running past the gateway's wait limit (its first text, then silence), and a turn
+    whose LS falls silent for a few heartbeat intervals before it ends, each streamed or not."""
+    return {
+        "first": draw(unicode_text(min_size=1, max_size=30)),
+        "rest": draw(unicode_text(min_size=1, max_size=30)),
+        "cut_stream": draw(st.booleans()),
+        "silences": draw(st.integers(4, 6)),
+    }

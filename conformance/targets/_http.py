@@ -176,6 +176,8 @@ class HttpTarget(DeclaredOperations):
             "model": self._options.model,
             "native_bridge": self._options.native_bridge,
             "cache_writes": self._options.cache_writes,
+            "wait_limit_s": self._options.wait_limit_s,
+            "heartbeat_s": self._options.heartbeat_s,
         }
 
     def next_example(self) -> None:
@@ -257,8 +259,10 @@ class HttpTarget(DeclaredOperations):
                 answer = response.http_response
                 if not answer.headers.get("content-type", "").lower().startswith("text/event-stream"):
                     return {"status": answer.status_code, "body": _body(answer.read())}, answer.headers
-                events = list(sse_events(self._lines(sse_lines(answer.iter_text()), started)))
-                return {"status": answer.status_code, "events": events}, answer.headers
+                silences: list[float] = []
+                events = list(sse_events(self._lines(sse_lines(answer.iter_text()), started, silences)))
+                timed = {"longest_silence_s": round(max(silences), 3)} if silences else {}
+                return {"status": answer.status_code, "events": events, **timed}, answer.headers
         except openai.APIStatusError as exc:
             return {"status": exc.status_code, "body": _body(exc.response.content)}, exc.response.headers
         except openai.APITimeoutError:
@@ -271,10 +275,15 @@ class HttpTarget(DeclaredOperations):
         except (_transport.HTTPError, _transport.StreamError) as exc:
             raise TargetError(self._failed(f"the event stream of POST {_CHAT_PATH} broke off: {exc}")) from None
 
-    def _lines(self, lines: Iterator[str], started: float) -> Iterator[str]:
-        """The stream's lines, within the request timeout overall (heartbeats do not extend it)."""
+    def _lines(self, lines: Iterator[str], started: float, silences: list[float]) -> Iterator[str]:
+        """The stream's lines, within the request timeout overall (heartbeats do not extend it); ``silences``
+        gets the time before each line (comments included), from the answer's headers on."""
+        last = _clock()
         for line in lines:
-            if _clock() - started > self._timeout():
+            now = _clock()
+            silences.append(now - last)
+            last = now
+            if now - started > self._timeout():
                 raise TargetError(
                     self._failed(f"the event stream of POST {_CHAT_PATH} did not end within {self._timeout():g} s")
                 )

@@ -20,6 +20,8 @@ DEFAULT_MODEL = "claude-sonnet-4-6"
 DEFAULT_REQUEST_TIMEOUT_S = 120.0
 DEFAULT_RATE_LIMIT_WAIT_S = 60.0
 MAX_RATE_LIMIT_WAIT_S = 3600.0
+# The longest wait limit or heartbeat interval a target may declare.
+MAX_DECLARED_S = 3600.0
 
 _WIRING_NAMES: dict[str, Wiring] = {name: name for name in WIRINGS}
 
@@ -47,6 +49,9 @@ class HttpOptions:
     max_rps: float | None = None
     # Where the gateway's usage counts the LS's cache-write tokens: "prompt", "apart" or None (undeclared).
     cache_writes: str | None = None
+    # Seconds after which the gateway stops waiting on a running turn, and its longest silence in a stream.
+    wait_limit_s: float | None = None
+    heartbeat_s: float | None = None
 
 
 def http_options(
@@ -67,6 +72,8 @@ def http_options(
     read_scope: Sequence[str] = (),
     max_rps: float | None = None,
     cache_writes: str | None = None,
+    wait_limit_s: float | None = None,
+    heartbeat_s: float | None = None,
     prefix: str = "--",
 ) -> HttpOptions | None:
     """The options of the command line (``prefix``: ``--`` or ``--cascade-``) as HttpOptions;
@@ -87,6 +94,8 @@ def http_options(
         "read-scope": bool(read_scope),
         "max-rps": max_rps is not None,
         "cache-writes": cache_writes is not None,
+        "wait-limit": wait_limit_s is not None,
+        "heartbeat-interval": heartbeat_s is not None,
     }
     named = [f"{prefix}{name}" for name, present in given.items() if present]
     if not named:
@@ -120,6 +129,9 @@ def http_options(
         raise TargetSpecError(
             f"{prefix}cache-writes must be one of {', '.join(CACHE_WRITES_CHOICES)}, got {cache_writes!r}"
         )
+    for flag, seconds in (("wait-limit", wait_limit_s), ("heartbeat-interval", heartbeat_s)):
+        if seconds is not None and not 0 < seconds <= MAX_DECLARED_S:
+            raise TargetSpecError(f"{prefix}{flag} is seconds above 0, at most {MAX_DECLARED_S:g}, got {seconds:g}")
     if caller_scope is not None and caller_scope not in CALLER_SCOPES:
         raise TargetSpecError(f"{prefix}caller-scope must be one of {', '.join(CALLER_SCOPES)}, got {caller_scope!r}")
     if caller_scope == "none" and read_scope:
@@ -149,6 +161,8 @@ def http_options(
         caller_scope=CallerScope(caller_scope or DEFAULT_CALLER_SCOPE, reads),
         max_rps=max_rps,
         cache_writes=cache_writes,
+        wait_limit_s=wait_limit_s,
+        heartbeat_s=heartbeat_s,
     )
 
 

@@ -43,6 +43,8 @@ from engine.reuse.fingerprint import FingerprintOptions
 
 log = logging.getLogger("engine.http")
 
+# How a turn ends when the gateway stopped waiting on it while the LS still ran.
+CUT_END_REASONS = frozenset({"max_wait", "warm_stall"})
 _JSON_HINT = "Respond with valid JSON only. No markdown, no code fences, no prose before or after the JSON value."
 
 
@@ -178,16 +180,19 @@ class ChatService:
                 body = violation_error_body(reason)["error"]
                 emit(ChatEvent("error", error=ApiError(502, body["message"], type=body["type"], code=body["code"])))
                 return
-        finish = "tool_calls" if turn.calls else "stop"
+        # The gateway stopped waiting while the LS still ran (its wait cap or a stall rule): the answer is cut
+        # (TURN-5), and a cut turn is neither cached nor committed (TURN-2).
+        cut = result.end_reason in CUT_END_REASONS
+        finish = "length" if cut else "tool_calls" if turn.calls else "stop"
         usage = openai_usage(
             result.usage,
             prompt_chars=sum(len(str(m.get("content") or "")) for m in request.messages),
             completion_chars=len(text),
         )
-        if not stop.hit:  # a cut answer is not what the cascade holds: the next turn must not resume it
+        if not stop.hit and not cut:  # a cut answer is not what the cascade holds: the next turn must not resume it
             self._commit(pending, text, turn.calls)
         thinking = "".join(turn.thinking)
-        if key is not None and not turn.calls and (text or thinking):
+        if key is not None and not cut and not turn.calls and (text or thinking):
             self.cache.put(
                 key, CachedAnswer(text=text, thinking=thinking, usage=usage, finish_reason=finish, model=model)
             )

@@ -48,6 +48,7 @@ class ServeOptions:
     ls_binary: str | None = None  # ... or spawn this one (exactly one of the two)
     native_mode: bool = False
     poll_interval_s: float = PollSettings().poll_interval_s
+    max_wait_s: float = PollSettings().max_wait_s
     log_level: str = "warning"
     store: str = "memory"  # "memory", "sqlite:PATH" or "off"
     store_limits: StoreLimits = field(default_factory=StoreLimits)
@@ -129,7 +130,7 @@ def _run(options: ServeOptions, signals: _Signals) -> int:
                     csrf_token=csrf,
                     http=options.http,
                     native_mode=options.native_mode,
-                    poll=PollSettings(poll_interval_s=options.poll_interval_s),
+                    poll=PollSettings(poll_interval_s=options.poll_interval_s, max_wait_s=options.max_wait_s),
                     store=options.store,
                     store_limits=options.store_limits,
                     session_log=options.session_log,

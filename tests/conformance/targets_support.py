@@ -327,3 +327,13 @@ def reaped() -> Iterator[list[LaunchedGateway]]:
         if gateway.pid:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(gateway.pid, signal.SIGKILL)
+
+
+def untimed(answer: dict[str, Any]) -> dict[str, Any]:
+    """A ``gateway.chat`` answer without the stream's timing (``longest_silence_s``, which the clock decides),
+    after checking that a stream has it."""
+    if "events" in answer:
+        silence = answer.get("longest_silence_s")
+        assert isinstance(silence, float), f"a stream answer without its timing: {answer}"
+        assert silence >= 0, f"a negative silence: {answer}"
+    return {key: value for key, value in answer.items() if key != "longest_silence_s"}

@@ -54,6 +54,12 @@ http:// targets (docs/adapters.md, 'Black-box HTTP targets'):
   --cache-writes WHERE  where the gateway's usage counts the LS's cache-write tokens: prompt (in prompt_tokens) or
                         apart (not in it); ACC-4 judges prompt_tokens by it (default: undeclared, either passes, ACC-4
                         partially)
+  --wait-limit S        seconds after which the gateway stops waiting on a turn the LS still runs, as launched (lower
+                        it through the gateway's own settings); TURN-5 scripts a turn that outlasts it (default:
+                        undeclared)
+  --heartbeat-interval S
+                        the longest the gateway leaves a stream silent while the LS is (it sends heartbeats); TURN-5
+                        holds it to that (default: undeclared)
   --ready-timeout S     seconds the launched gateway has to answer (default: 30)
   --rate-limit-wait S   seconds the kit waits, over all retries of one request, when the gateway answers 429 or 503
                         with a wait (Retry-After, retry_after_ms); past it the example is left unjudged (default: 60;
@@ -76,12 +82,12 @@ RUN_HELP = (
 usage: cascade-conformance run [-h] [--target TARGET] [--call-timeout CALL_TIMEOUT] [--launch COMMAND]
                                [--launch-cwd DIR] [--launch-env NAME=VALUE] [--ls-wiring {dial,spawn,none}]
                                [--api-key API_KEY] [--model MODEL] [--ledger-path PATH] [--native-bridge]
-                               [--store-limits LIMITS] [--cache-writes WHERE] [--ready-timeout S]
-                               [--rate-limit-wait S] [--max-rps N] [--caller-scope SIGNAL]
-                               [--read-scope header:NAME|query:NAME] [--only ONLY] [--known-failures KNOWN_FAILURES]
-                               [--report REPORT] [--cache-dir CACHE_DIR] [--profile {ci,thorough}] [--seed SEED]
-                               [--max-examples N] [--no-shrink] [--shrink-budget S]
-                               [--log-level {DEBUG,INFO,WARNING,ERROR}]
+                               [--store-limits LIMITS] [--cache-writes WHERE] [--wait-limit S]
+                               [--heartbeat-interval S] [--ready-timeout S] [--rate-limit-wait S] [--max-rps N]
+                               [--caller-scope SIGNAL] [--read-scope header:NAME|query:NAME] [--only ONLY]
+                               [--known-failures KNOWN_FAILURES] [--report REPORT] [--cache-dir CACHE_DIR]
+                               [--profile {ci,thorough}] [--seed SEED] [--max-examples N] [--no-shrink]
+                               [--shrink-budget S] [--log-level {DEBUG,INFO,WARNING,ERROR}]
 
 options:
   -h, --help            show this help message and exit
@@ -121,9 +127,10 @@ REPLAY_HELP = (
 usage: cascade-conformance replay [-h] [--target TARGET] [--call-timeout CALL_TIMEOUT] [--launch COMMAND]
                                   [--launch-cwd DIR] [--launch-env NAME=VALUE] [--ls-wiring {dial,spawn,none}]
                                   [--api-key API_KEY] [--model MODEL] [--ledger-path PATH] [--native-bridge]
-                                  [--store-limits LIMITS] [--cache-writes WHERE] [--ready-timeout S]
-                                  [--rate-limit-wait S] [--max-rps N] [--caller-scope SIGNAL]
-                                  [--read-scope header:NAME|query:NAME] [--cache-dir CACHE_DIR]
+                                  [--store-limits LIMITS] [--cache-writes WHERE] [--wait-limit S]
+                                  [--heartbeat-interval S] [--ready-timeout S] [--rate-limit-wait S] [--max-rps N]
+                                  [--caller-scope SIGNAL] [--read-scope header:NAME|query:NAME]
+                                  [--cache-dir CACHE_DIR]
                                   case
 
 positional arguments:

@@ -104,7 +104,14 @@ def test_a_run_on_a_launched_gateway_replays_through_the_same_options_and_keeps_
     assert "echo-gateway: serving on" in (report / "gateway-output.log").read_text(encoding="utf-8")
     facts = json.loads(out[4].removeprefix("WIRE-1 fail: "))
     assert facts == {
-        "defaults": {"api_keys": ["k1", "k2"], "model": "m-test", "native_bridge": True, "cache_writes": None},
+        "defaults": {
+            "api_keys": ["k1", "k2"],
+            "model": "m-test",
+            "native_bridge": True,
+            "cache_writes": None,
+            "wait_limit_s": None,
+            "heartbeat_s": None,
+        },
         "operations": ["gateway.chat", "gateway.ledger"],
         "store.open": None,
     }
@@ -140,6 +147,8 @@ def test_a_launched_gateway_wired_to_the_fake_has_the_store_limits_given(
         "model": "claude-sonnet-4-6",
         "native_bridge": False,
         "cache_writes": None,
+        "wait_limit_s": None,
+        "heartbeat_s": None,
     }
     assert out[5] == (
         f"  replay: cascade-conformance replay {tmp_path}/cases/wire-1.json --target http://127.0.0.1:0 "

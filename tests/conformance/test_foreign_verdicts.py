@@ -33,6 +33,7 @@ _ENV = (
     "FGW_COOLDOWN_S=1",
     "FGW_STORE_MAX_MESSAGES=12",
     "FGW_STORE_MAX_ENTRY_BYTES=65536",
+    "CASCADE_MAX_WAIT_MS=1500",
 )
 _KIT = (
     "--api-key",
@@ -43,6 +44,8 @@ _KIT = (
     "max_messages=12,max_entry_bytes=64k",
     "--cache-writes",
     "apart",
+    "--wait-limit",
+    "1.5",
 )
 # A quick pass per row (the docs' table comes from full runs, `benchmarks/bench_blackbox.py`).
 EXAMPLES = 6
@@ -89,7 +92,8 @@ FULL = {
     "REQ": {"REQ-1": P, "REQ-2": P},  # every turn in a fresh Send; stop cut, what it cannot serve refused
     # TURN-1: each turn's own text, resumed or not; TURN-3: LS failures are errors (its rate limit a 429), then a
     # cool-down it asks to wait out.
-    "TURN": {"TURN-1": P, "TURN-2": P, "TURN-3": P},
+    # TURN-5: a turn past its wait limit ends cut; it sends no heartbeats (none declared): a partial pass.
+    "TURN": {"TURN-1": P, "TURN-2": P, "TURN-3": P, "TURN-5": PARTIAL},
 }
 
 
@@ -173,6 +177,7 @@ def test_the_lean_personality_is_not_checkable_for_what_it_lacks_and_fails_nothi
         ("failed-turn-kept", "TURN", {"TURN-2"}),
         ("last-user-only", "REQ", {"REQ-1"}),
         ("parts-as-objects", "REQ", {"REQ-1"}),
+        ("wait-limit-as-stop", "TURN", {"TURN-5"}),
     ],
 )
 def test_each_seed_defect_fails_exactly_its_invariants(
@@ -237,7 +242,7 @@ SCOPED = {
     "OFF,SO,ACC": FULL["OFF,SO,ACC"],
     "STORE": FULL["STORE"],
     "REQ": FULL["REQ"],
-    "TURN": FULL["TURN"],
+    "TURN": FULL["TURN"] | {"TURN-5": NC},  # launched with its default wait limit (600 s), declared to no one
 }
 
 

@@ -25,6 +25,9 @@ _KEYS = ("proof-key-1", "proof-key-2")
 _SCOPE = CallerScope("user", (ReadScope("header", "x-response-user"),))
 # Small store limits, so trimming examples stay small; declared to the kit with the same values.
 _STORE = {"max_messages": 12, "max_entry_bytes": 65536}
+# Its time limits, lowered so a turn that outlasts them is quick to play, and declared to the kit (TURN-5).
+_WAIT_LIMIT_S = 2.5
+_HEARTBEAT_S = 0.25
 # What a black box cannot show: the history-image counters (IMG-4 judges nothing else); OFF-5 needs
 # the native bridge (tests/conformance/test_http_proof.py::test_off_5_over_http_with_the_native_bridge).
 _NOT_CHECKABLE = {"IMG-4": "history-image counters", "OFF-5": "native bridge"}
@@ -40,7 +43,8 @@ def _launch(*extra: str) -> Target:
     keys = " ".join(f"--api-key {key}=proof:team:caller-{n}" for n, key in enumerate(_KEYS))
     command = (
         f"{sys.executable} -m engine.cli serve --port {{port}} --ls-binary {{ls_binary}} {keys} "
-        f"--poll-interval-s 0.005 --store-max-messages {_STORE['max_messages']} "
+        f"--poll-interval-s 0.005 --max-wait-s {_WAIT_LIMIT_S} --heartbeat-s {_HEARTBEAT_S} "
+        f"--store-max-messages {_STORE['max_messages']} "
         f"--store-max-entry-bytes {_STORE['max_entry_bytes']} {' '.join(extra)}"
     )
     options = HttpOptions(
@@ -52,6 +56,8 @@ def _launch(*extra: str) -> Target:
         store_limits=_STORE,
         caller_scope=_SCOPE,
         cache_writes="prompt",  # the engine counts cache writes as prompt tokens
+        wait_limit_s=_WAIT_LIMIT_S,
+        heartbeat_s=_HEARTBEAT_S,
     )
     return load_target("http://127.0.0.1:0", http=options)
 

@@ -75,6 +75,8 @@ def test_http_option_defaults() -> None:
         native_bridge=False,
         store_limits=None,
         cache_writes=None,
+        wait_limit_s=None,
+        heartbeat_s=None,
     )
     assert (DEFAULT_API_KEY, DEFAULT_MODEL, DEFAULT_REQUEST_TIMEOUT_S, PROBE_TIMEOUT_S) == (
         "conformance-key",
@@ -98,6 +100,8 @@ def test_every_option_is_carried_into_the_options(tmp_path: Path) -> None:
         native_bridge=True,
         store_limits="max_messages=4",
         cache_writes="apart",
+        wait_limit_s=2.5,
+        heartbeat_s=0.25,
     )
     assert options == HttpOptions(
         launch=LaunchSpec(
@@ -113,7 +117,15 @@ def test_every_option_is_carried_into_the_options(tmp_path: Path) -> None:
         native_bridge=True,
         store_limits={"max_messages": 4, "max_entry_bytes": DEFAULT_STORE_LIMITS["max_entry_bytes"]},
         cache_writes="apart",
+        wait_limit_s=2.5,
+        heartbeat_s=0.25,
     )
+
+
+@pytest.mark.parametrize("seconds", [0.001, 3600.0])
+def test_declared_time_limits_at_their_bounds_are_taken(seconds: float) -> None:
+    options = http_options("http://127.0.0.1:1", wait_limit_s=seconds, heartbeat_s=seconds)
+    assert options == HttpOptions(wait_limit_s=seconds, heartbeat_s=seconds)
 
 
 def test_options_without_launch_launch_nothing() -> None:

@@ -27,10 +27,11 @@ SERVE_HELP = """\
 usage: cascade-engine serve [-h] --port PORT [--host HOST] (--ls-address HOST:PORT | --ls-binary PATH)
                             [--csrf-token CSRF_TOKEN] [--api-key KEY[=CALLER]] [--native-bridge]
                             [--max-body-bytes MAX_BODY_BYTES] [--heartbeat-s HEARTBEAT_S]
-                            [--poll-interval-s POLL_INTERVAL_S] [--log-level {debug,info,warning,error}]
-                            [--store SPEC] [--store-ttl-s SECONDS] [--store-max-age-s SECONDS] [--store-max-entries N]
-                            [--store-max-messages N] [--store-max-bytes SIZE] [--store-max-entry-bytes SIZE]
-                            [--store-min-tenant-bytes SIZE] [--session-log PATH|off]
+                            [--poll-interval-s POLL_INTERVAL_S] [--max-wait-s MAX_WAIT_S]
+                            [--log-level {debug,info,warning,error}] [--store SPEC] [--store-ttl-s SECONDS]
+                            [--store-max-age-s SECONDS] [--store-max-entries N] [--store-max-messages N]
+                            [--store-max-bytes SIZE] [--store-max-entry-bytes SIZE] [--store-min-tenant-bytes SIZE]
+                            [--session-log PATH|off]
 
 Serve /v1/chat/completions, /v1/responses, /v1/models, /v1/ledger, /metrics and /metrics.json in front of a Cascade
 language server, dialled at --ls-address or spawned from --ls-binary. Runs until SIGINT or SIGTERM, then stops the
@@ -57,6 +58,8 @@ options:
                         the longest wait between two polls of a turn (default 0.5, the reference client's); the first
                         poll comes after 0.01 s (or this, if shorter) and the wait doubles up to it, so quick answers
                         come quickly
+  --max-wait-s MAX_WAIT_S
+                        how long a turn may run before the gateway stops waiting and reports it cut (default 600)
   --log-level {debug,info,warning,error}
   --session-log PATH|off
                         the SQLite session log behind X-Session-Id (docs/sessions.md): a file, or off (no sessions;
@@ -249,7 +252,8 @@ def test_every_option_reaches_the_serve_options(held_port: int, capsys: pytest.C
         capsys,
         "--host", "127.0.0.1", "--ls-binary", "/opt/ls", "--csrf-token", "tok", "--api-key", "sk-a",
         "--api-key", "sk-b=bob=x", "--native-bridge", "--max-body-bytes", "7", "--heartbeat-s", "2.5",
-        "--poll-interval-s", "0.25", "--log-level", "error", "--store", "sqlite:/tmp/s.db", "--store-ttl-s", "60",
+        "--poll-interval-s", "0.25", "--max-wait-s", "30", "--log-level", "error", "--store", "sqlite:/tmp/s.db",
+        "--store-ttl-s", "60",
         "--store-max-age-s", "120", "--store-max-entries", "3", "--store-max-messages", "4",
         "--store-max-bytes", "64k", "--store-max-entry-bytes", "2 KB", "--store-min-tenant-bytes", "1m",
         "--session-log", "off",
@@ -265,6 +269,7 @@ def test_every_option_reaches_the_serve_options(held_port: int, capsys: pytest.C
         ls_binary="/opt/ls",
         native_mode=True,
         poll_interval_s=0.25,
+        max_wait_s=30.0,
         log_level="error",
         store="sqlite:/tmp/s.db",
         store_limits=StoreLimits(
@@ -283,6 +288,13 @@ def test_every_option_reaches_the_serve_options(held_port: int, capsys: pytest.C
 def test_a_repeated_api_key_keeps_its_last_caller(held_port: int, capsys: pytest.CaptureFixture[str]) -> None:
     chosen = options_of(held_port, capsys, "--api-key", "k=first", "--api-key", "k=second", "--api-key", "j")
     assert chosen.http.api_keys == {"k": "second", "j": caller_id_for_key("j")}
+
+
+@pytest.mark.parametrize("seconds", [0.01, 86400.0])
+def test_the_wait_cap_at_its_limits_is_accepted(
+    held_port: int, capsys: pytest.CaptureFixture[str], seconds: float
+) -> None:
+    assert options_of(held_port, capsys, "--max-wait-s", str(seconds)).max_wait_s == seconds
 
 
 @pytest.mark.parametrize("spec", ["memory", "off", "sqlite:x"])
@@ -335,6 +347,9 @@ def test_the_log_level_configures_the_root_logger(
         (["--poll-interval-s", "0.0009"], "--poll-interval-s 0.0009: expected 0.001..10 seconds"),
         (["--poll-interval-s", "10.5"], "--poll-interval-s 10.5: expected 0.001..10 seconds"),
         (["--poll-interval-s", "nan"], "--poll-interval-s nan: expected 0.001..10 seconds"),
+        (["--max-wait-s", "0.0099"], "--max-wait-s 0.0099: expected 0.01..86400 seconds"),
+        (["--max-wait-s", "86400.5"], "--max-wait-s 86400.5: expected 0.01..86400 seconds"),
+        (["--max-wait-s", "nan"], "--max-wait-s nan: expected 0.01..86400 seconds"),
         (["--store", "sqlite:"], "--store 'sqlite:': expected memory, sqlite:PATH or off"),
         (["--store", "sqlite"], "--store 'sqlite': expected memory, sqlite:PATH or off"),
         (["--store", "disk"], "--store 'disk': expected memory, sqlite:PATH or off"),

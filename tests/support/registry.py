@@ -16,7 +16,6 @@ NOT_YET_IMPLEMENTED = frozenset(
         "SCOPE-3",
         "SCOPE-4",
         "TURN-4",
-        "TURN-5",
     }
 )
 

@@ -17,6 +17,9 @@ from engine.http import Gateway, GatewayConfig, HttpSettings, ServedGateway
 _KEYS = {"conformance-key-alpha": "caller-alpha", "conformance-key-beta": "caller-beta"}
 _MODEL = "claude-sonnet-4-6"
 _FAST_POLL_S = 0.002
+# The reference gateway's declared time limits (TURN-5): short, so a turn that outlasts them is quick to play.
+_WAIT_LIMIT_S = 2.5
+_HEARTBEAT_S = 0.25
 _IDENTITY = ClientIdentity(os="linux", hardware="x86_64", extension_version="2.0.67", request_id=lambda: 1)
 
 
@@ -34,8 +37,8 @@ class GatewayOperations:
         config = GatewayConfig(
             ls_address=ls_address,
             csrf_token=csrf_token,
-            http=HttpSettings(api_keys=_KEYS),
-            poll=PollSettings(poll_interval_s=_FAST_POLL_S),
+            http=HttpSettings(api_keys=_KEYS, heartbeat_s=_HEARTBEAT_S),
+            poll=PollSettings(poll_interval_s=_FAST_POLL_S, max_wait_s=_WAIT_LIMIT_S),
             identity=_IDENTITY,
         )
         return Gateway(config)
@@ -46,7 +49,13 @@ class GatewayOperations:
         options = HttpOptions(api_keys=tuple(_KEYS), model=_MODEL, ledger_path="/v1/ledger")
         self._gateway_client = HttpTarget(self._served_gateway.url, options)
         # The engine counts cache writes as prompt tokens (engine.http.shapes.openai_usage).
-        return {"api_keys": list(_KEYS), "model": _MODEL, "cache_writes": "prompt"}
+        return {
+            "api_keys": list(_KEYS),
+            "model": _MODEL,
+            "cache_writes": "prompt",
+            "wait_limit_s": _WAIT_LIMIT_S,
+            "heartbeat_s": _HEARTBEAT_S,
+        }
 
     def gateway_chat(self, request: dict[str, Any], api_key: str) -> dict[str, Any]:
         return self._http().call("gateway.chat", request=request, api_key=api_key)

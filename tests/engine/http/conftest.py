@@ -37,6 +37,7 @@ def serve(
     store_limits: StoreLimits | None = None,
     session_log: str | None = None,
     native_mode: bool = False,
+    max_wait_s: float = PollSettings().max_wait_s,
     **settings: Any,
 ) -> ServedGateway:
     http = HttpSettings(api_keys={KEY_A: "caller-a", KEY_B: "caller-b"}, **settings)
@@ -44,7 +45,7 @@ def serve(
         ls_address=fake.address,
         csrf_token=CSRF,
         http=http,
-        poll=PollSettings(poll_interval_s=0.002),
+        poll=PollSettings(poll_interval_s=0.002, max_wait_s=max_wait_s),
         store=store,
         store_limits=store_limits or StoreLimits(),
         session_log=session_log,

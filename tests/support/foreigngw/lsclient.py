@@ -34,7 +34,6 @@ ERROR_STEP = cortex.CortexStepType.CORTEX_STEP_TYPE_ERROR_MESSAGE
 MODE_DEFAULT = common.ConversationalPlannerMode.CONVERSATIONAL_PLANNER_MODE_DEFAULT
 MODE_NO_TOOL = common.ConversationalPlannerMode.CONVERSATIONAL_PLANNER_MODE_NO_TOOL
 IDLE_GRACE_S = 8.0
-MAX_WAIT_S = 600.0
 CALL_TIMEOUT_S = 30.0
 WARM_TIMEOUT_S = 5.0
 
@@ -65,6 +64,7 @@ class ModelError(Exception):
 class Polled:
     text: str
     step_offset: int  # the absolute offset the next turn on this cascade polls from
+    cut: bool = False  # the wait cap ended the turn while the LS still ran
 
 
 @dataclass(frozen=True)
@@ -170,7 +170,7 @@ class LsClient:
         """Poll from ``offset`` until the turn is done; ``on_growth`` gets what each poll found."""
         interval = self._settings.poll_interval_s
         started = last_growth = time.monotonic()
-        saw_active, idle_polls, text, thinking, seen_steps = False, 0, "", "", -1
+        saw_active, idle_polls, text, thinking, seen_steps, cut = False, 0, "", "", -1, False
         while True:
             time.sleep(interval)
             steps = self._steps(cascade_id, offset)
@@ -181,8 +181,9 @@ class LsClient:
                 last_growth = now
             thinking, text = _emit((thinking, text), (_thinking(steps), grown), on_growth)
             seen_steps = len(steps)
-            if now - started > MAX_WAIT_S:
-                break  # the hard cap: whatever the turn said so far is the answer
+            if now - started > self._settings.max_wait_s:
+                cut = True  # the hard cap: what the turn said so far is the answer, cut
+                break
             if self._status(cascade_id) != IDLE:
                 saw_active, idle_polls = True, 0
                 continue
@@ -195,7 +196,7 @@ class LsClient:
         final = self._steps(cascade_id, offset)
         _raise_error_step(final)
         _, text = _emit((thinking, text), (_thinking(final), _answer(final, final=True)), on_growth)
-        return Polled(text, offset + max(len(final), seen_steps))
+        return Polled(text, offset + max(len(final), seen_steps), cut)
 
     def usage(self, cascade_id: str, offset: int) -> Usage | None:
         """The generator records from ``offset`` (records without usage counted too); None when the

@@ -25,6 +25,7 @@ DEFECTS = frozenset(
         "failed-turn-kept",
         "last-user-only",
         "parts-as-objects",
+        "wait-limit-as-stop",
     }
 )
 PERSONALITIES = ("full", "lean", "scoped")
@@ -43,6 +44,8 @@ class Settings:
     # Accepted Bearer keys, each its own caller; empty: any key is accepted and is the caller.
     api_keys: tuple[str, ...] = ()
     poll_interval_s: float = 0.005
+    # How long a turn may run before the gateway stops waiting (and reports it cut).
+    max_wait_s: float = 600.0
     max_history_images: int = 4
     max_history_image_bytes: int = 1_600_000  # base64 characters
     max_history_bytes: int = 600_000  # UTF-16 units
@@ -138,6 +141,7 @@ def load_settings(env: Mapping[str, str]) -> Settings:
         csrf_token=env.get("FGW_CSRF_TOKEN", "windsurf-api-csrf-fixed-token"),
         api_keys=keys,
         poll_interval_s=_count(env, "CASCADE_POLL_INTERVAL_MS", 5, allow_zero=False) / 1000,
+        max_wait_s=_count(env, "CASCADE_MAX_WAIT_MS", 600_000, allow_zero=False) / 1000,
         max_history_images=_count(env, "CASCADE_MAX_HISTORY_IMAGES", 4, allow_zero=True),
         max_history_image_bytes=_count(env, "CASCADE_MAX_HISTORY_IMAGE_BYTES", 1_600_000, allow_zero=True),
         max_history_bytes=_count(env, "CASCADE_MAX_HISTORY_BYTES", 600_000, allow_zero=False),
