@@ -28,31 +28,30 @@ FAILURES = [
 QUESTION: list[Any] = [{"role": "user", "content": "first question"}]
 
 
-@pytest.mark.invariant("TURN-2")
-@pytest.mark.parametrize("failing", FAILURES)
-def test_the_next_turn_after_a_failed_one_starts_fresh_with_the_whole_history(
-    fake: FakeLSThread, client: openai.OpenAI, failing: dict[str, Any]
-) -> None:
-    play(fake, failing, OK, OK)
+@pytest.fixture(params=FAILURES)
+def failed(request: pytest.FixtureRequest, fake: FakeLSThread, client: openai.OpenAI) -> openai.OpenAI:
+    """A client whose first question the LS failed after some of its text (the next turns answer "fine")."""
+    play(fake, request.param, OK, OK)
     with pytest.raises(openai.APIStatusError):
         client.chat.completions.create(model=MODEL, messages=QUESTION)
+    return client
+
+
+@pytest.mark.invariant("TURN-2")
+def test_the_next_turn_after_a_failed_one_starts_fresh_with_the_whole_history(
+    fake: FakeLSThread, failed: openai.OpenAI
+) -> None:
     following = [*QUESTION, {"role": "assistant", "content": "half an answer"}, {"role": "user", "content": "and?"}]
-    client.chat.completions.create(model=MODEL, messages=following)
-    failed, next_turn = sends(fake)
-    assert next_turn.request["cascade_id"] != failed.request["cascade_id"]
+    failed.chat.completions.create(model=MODEL, messages=following)
+    failing, next_turn = sends(fake)
+    assert next_turn.request["cascade_id"] != failing.request["cascade_id"]
     text = next_turn.request["items"][0]["text"]
     assert "first question" in text
     assert "and?" in text
 
 
 @pytest.mark.invariant("TURN-2")
-@pytest.mark.parametrize("failing", FAILURES)
-def test_a_failed_request_sent_again_reaches_the_ls(
-    fake: FakeLSThread, client: openai.OpenAI, failing: dict[str, Any]
-) -> None:
-    play(fake, failing, OK, OK)
-    with pytest.raises(openai.APIStatusError):
-        client.chat.completions.create(model=MODEL, messages=QUESTION)
-    again = client.chat.completions.create(model=MODEL, messages=QUESTION)
+def test_a_failed_request_sent_again_reaches_the_ls(fake: FakeLSThread, failed: openai.OpenAI) -> None:
+    again = failed.chat.completions.create(model=MODEL, messages=QUESTION)
     assert again.choices[0].message.content == "fine"
     assert len(sends(fake)) == 2
