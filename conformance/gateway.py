@@ -105,17 +105,32 @@ class GatewayUnderTest:
         kinds in ``judged``, which are then the answer the property judges: ``"refusal"``, a 4xx refusal of
         the input; ``"rate limit"``, a rate limit (429, 503, a transient error inside a 2xx), which is then
         not waited out either."""
+        return self._post("gateway.chat", "POST /v1/chat/completions", request, caller, judged)
+
+    def respond(self, request: Mapping[str, Any], *, caller: int = 0, judged: Collection[str] = ()) -> ChatAnswer:
+        """The gateway's answer to a Responses request (``gateway.respond``), refusals as :meth:`chat` says."""
+        return self._post("gateway.respond", "POST /v1/responses", request, caller, judged)
+
+    def retrieve(self, response_id: str, *, caller: int = 0) -> tuple[int, Any]:
+        """A stored response read back (``gateway.retrieve``): the status and the body, whatever they are."""
+        answer = self.target.call(
+            "gateway.retrieve", response_id=response_id, api_key=self.api_keys[caller % len(self.api_keys)]
+        )
+        self.exchanges.append({"read": response_id, "caller": caller, "answer": excerpt(answer)})
+        return answer["status"], answer.get("body")
+
+    def _post(self, op: str, what: str, request: Mapping[str, Any], caller: int, judged: Collection[str]) -> ChatAnswer:
         unknown = set(judged) - {REFUSAL, RATE_LIMIT}
         assert not unknown, f"unknown kinds of answer to judge: {unknown}"
         body = {"model": self.model, **request}
         if self._scoped_body is not None:
             body = self._scoped_body(body, caller)
         with _impatient(self.target) if RATE_LIMIT in judged else contextlib.nullcontext():
-            answer = self.target.call("gateway.chat", request=body, api_key=self.api_keys[caller % len(self.api_keys)])
+            answer = self.target.call(op, request=body, api_key=self.api_keys[caller % len(self.api_keys)])
         result = ChatAnswer(answer["status"], answer.get("body"), answer.get("events"), answer.get("longest_silence_s"))
         self.exchanges.append({"request": excerpt(body), "caller": caller, "answer": result.summary()})
         said = result.events if result.streamed else result.body
-        refused = refusal("POST /v1/chat/completions", result.status, said, waited_s=_waited(self.target))
+        refused = refusal(what, result.status, said, waited_s=_waited(self.target))
         if refused is None:
             return result
         if isinstance(refused, InputRefused) and REFUSAL in judged:

@@ -258,6 +258,26 @@ _GATEWAY_OPERATIONS = (
         },
     ),
     Operation(
+        name="gateway.respond",
+        summary="Send one OpenAI Responses request (POST /v1/responses, the body as given, `stream` included) "
+        "with `Authorization: Bearer api_key`; answers the HTTP status and either the JSON body or, for an event "
+        "stream, the data of every event in order (heartbeat comments left out).",
+        params=_object({"request": {"type": "object"}, "api_key": {"type": "string"}}),
+        result={
+            "oneOf": [
+                _object({"status": {"type": "integer"}, "body": {}}),
+                _object({"status": {"type": "integer"}, "events": {"type": "array", "items": {"type": "string"}}}),
+            ]
+        },
+    ),
+    Operation(
+        name="gateway.retrieve",
+        summary="Read a stored response back (GET /v1/responses/{response_id}) as the caller of api_key; answers "
+        "the HTTP status and the JSON body.",
+        params=_object({"response_id": {"type": "string", "minLength": 1}, "api_key": {"type": "string"}}),
+        result=_object({"status": {"type": "integer"}, "body": {}}),
+    ),
+    Operation(
         name="gateway.ledger",
         summary="The gateway's accounting ledger in the kit's ledger document (tokens by wire category, "
         "credits, served and cache-served counts, spend per upstream account, recent request rows).",
@@ -456,11 +476,12 @@ _SESSION_OPERATIONS = (
     ),
 )
 
-# What a black-box gateway over HTTP can offer (conformance/targets/_http.py): chat, the ledger when it
-# exposes one (--ledger-path), the Send it builds for a conversation, read from the fake's wire, and its
+# What a black-box gateway over HTTP can offer (conformance/targets/_http.py): chat, the Responses API (a
+# gateway without it answers 404 there), the ledger when it exposes one (--ledger-path), the Send it builds
+# for a conversation, read from the fake's wire, and its
 # response store through the Responses API.
 HTTP_TARGET_OPERATIONS = frozenset(
-    {"gateway.chat", "gateway.ledger", "engine.build_send_request"}
+    {"gateway.chat", "gateway.respond", "gateway.retrieve", "gateway.ledger", "engine.build_send_request"}
     | {"store.open", "store.put", "store.get", "store.delete"}
 )
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.errors import FeatureDeclined, InputRefused
 from conformance.gateway import RATE_LIMIT, REFUSAL, ChatAnswer, GatewayUnderTest, TimeLimits, open_gateway
 from conformance.models.journal import SEND, cascade_of, send_text, sends
+from conformance.models.responses import body_view, stream_view
 from conformance.models.stream import StreamView
 from conformance.models.turn import answers
 from conformance.properties import Case, Evidence, invariant_property, require
@@ -26,6 +28,7 @@ from conformance.strategies.turn import (
     failing_turn,
     ls_failure_cases,
     scripted_turn,
+    status_cases,
     wait_limit_cases,
 )
 from conformance.targets import Target
@@ -294,3 +297,86 @@ def time_limits_end_honestly(target: Target, case: Case, evidence: Evidence) -> 
         else:
             evidence.not_observed("heartbeats (undeclared: --heartbeat-interval)")
     evidence.add("exchanges", gw.exchanges)
+
+
+# How a Responses turn may end, and the status it must then report everywhere (TURN-4).
+_EXPECTED_STATUS = {"text": "completed", "tool call": "completed", "cut": "incomplete"}
+# What a read of a stored response answers when the gateway keeps none (or does not serve reads).
+_NO_READS = (404, 405, 501)
+
+
+def _status_turn(case: Case, kind: str, wait_limit_s: float | None) -> dict[str, Any]:
+    if kind == "text":
+        chunks: list[dict[str, Any]] = [{"text": piece} for piece in case["pieces"]]
+    elif kind == "tool call":
+        call = {"id": "call_0", "name": case["tool"], "arguments_json": case["arguments"]}
+        chunks = [{"text": "Let me look."}, {"tool_call": call}]
+    else:
+        assert wait_limit_s is not None
+        chunks = [{"text": case["first"]}, {"text": " and on", "delay_s": wait_limit_s + 60}]
+    return {"chunks": chunks, "records": _RECORDS}
+
+
+def _status_request(gw: GatewayUnderTest, case: Case, kind: str, stream: bool) -> dict[str, Any]:
+    question = gw.tag(f"{kind}: {case['question']}")
+    request: dict[str, Any] = {"input": question, "stream": stream, "store": True}
+    if kind == "tool call":
+        request["input"] = [{"role": "user", "content": [{"type": "input_text", "text": question}]}]
+        request["tools"] = [{"type": "function", "name": case["tool"], "parameters": {"type": "object"}}]
+    return request
+
+
+def _judge_status(gw: GatewayUnderTest, kind: str, stream: bool, answer: ChatAnswer, evidence: Evidence) -> None:
+    """One Responses answer: the status its kind of turn ends with, reported once, and read back the same."""
+    how = f"a {'streamed' if stream else 'non-stream'} {kind} turn"
+    expected = _EXPECTED_STATUS[kind]
+    assert answer.status < 300, f"{how} was answered {answer.status}: {str(answer.body)[:300]!r}"
+    view = stream_view(answer.events) if answer.events is not None else body_view(answer.body)
+    assert view.problem is None, f"{how}: {view.problem}"
+    assert view.status == expected, f"{how} reported status {view.status!r}, expected {expected!r}"
+    if expected == "incomplete":
+        reason = view.incomplete_reason
+        assert isinstance(reason, str), f"{how} is incomplete without its reason (incomplete_details: {reason!r})"
+        assert reason.strip(), f"{how} is incomplete with an empty reason"
+    if kind == "tool call" and view.function_calls == 0:
+        evidence.not_observed("tool-call turns (the gateway delivered no function_call for the LS's tool call)")
+    if view.response_id is None:
+        evidence.not_observed(f"later reads ({how} carries no response id)")
+        return
+    status, body = gw.retrieve(view.response_id)
+    if status in _NO_READS:
+        evidence.not_observed(f"later reads (GET /v1/responses/{{id}} answered {status}: no stored response)")
+        return
+    assert status == 200, f"reading {how} back answered {status}: {str(body)[:300]!r}"
+    read = body_view(body)
+    assert read.problem is None, f"reading {how} back: {read.problem}"
+    assert read.status == view.status, f"{how} reported {view.status!r}; reading it back says {read.status!r}"
+    assert read.output == view.output, (
+        f"reading {how} back gives another output\n  served: {view.output!r}\n  read:   {read.output!r}"
+    )
+
+
+@invariant_property("TURN-4", needs=("gateway.respond", "gateway.retrieve"), cases=status_cases, max_examples=4)
+def one_status_everywhere(target: Target, case: Case, evidence: Evidence) -> None:
+    """A Responses turn reports one status in its stream, its non-stream body and a later read: ``completed``
+    for a text or tool-call turn (each asked streamed and not), ``incomplete`` with its reason for a turn the
+    LS kept running past the declared wait limit; a read gives back the output the POST served."""
+    judged = 0
+    with open_gateway(target, {"turns": []}) as gw:
+        wait_limit_s = gw.time_limits.wait_limit_s
+        plays = [("text", False), ("text", True), ("tool call", False), ("tool call", True)]
+        if wait_limit_s is not None:
+            plays.append(("cut", case["cut_stream"]))
+        else:
+            evidence.not_observed("cut turns (the wait limit is undeclared: --wait-limit)")
+        for kind, stream in plays:
+            gw.ls.load_scenario({"turns": [_status_turn(case, kind, wait_limit_s)]})
+            try:
+                answer = gw.respond(_status_request(gw, case, kind, stream))
+            except (InputRefused, FeatureDeclined) as refused:
+                evidence.not_observed(f"{'streamed' if stream else 'non-stream'} {kind} turns ({refused})")
+                continue
+            _judge_status(gw, kind, stream, answer, evidence)
+            judged += 1
+    evidence.add("exchanges", gw.exchanges)
+    require(judged > 0, "the gateway refused every Responses request (POST /v1/responses)")

@@ -3,6 +3,7 @@ ways real gateways took for an empty success."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hypothesis import strategies as st
@@ -148,4 +149,18 @@ def wait_limit_cases(draw: st.DrawFn, target: Target) -> Case:
         "rest": draw(unicode_text(min_size=1, max_size=30)),
         "cut_stream": draw(st.booleans()),
         "silences": draw(st.integers(4, 6)),
+    }
+
+
+@st.composite
+def status_cases(draw: st.DrawFn, target: Target) -> Case:
+    """TURN-4's turns: one that answers text, one that proposes a tool call (its input a parts array), and one
+    the LS keeps running past the gateway's wait limit (streamed or not)."""
+    return {
+        "question": draw(unicode_text(min_size=1, max_size=30)),
+        "pieces": draw(st.lists(unicode_text(min_size=1, max_size=30), min_size=1, max_size=4)),
+        "tool": draw(st.sampled_from(("lookup", "search_docs", "get_weather"))),
+        "arguments": json.dumps({"q": draw(unicode_text(max_size=20))}, ensure_ascii=False),
+        "first": draw(unicode_text(min_size=1, max_size=30)),
+        "cut_stream": draw(st.booleans()),
     }

@@ -25,6 +25,7 @@ from conformance.targets._base import DeclaredOperations, check_result, observed
 from conformance.targets._http_options import (
     HttpOptions,
 )
+from conformance.targets._http_responses import HttpResponses, body_of
 from conformance.targets._http_store import DEFAULT_STORE_LIMITS, HttpStore
 from conformance.targets._launch import LaunchedGateway, describe_exit
 from conformance.targets._loopback import loopback_url
@@ -77,7 +78,8 @@ class HttpTarget(DeclaredOperations):
             raise TargetSpecError(f"the request timeout must be positive, got {options.request_timeout_s}")
         self._options = options
         self._caps: dict[str, dict[str, Any]] = {}
-        self._ops = frozenset({"gateway.chat"} | ({"gateway.ledger"} if options.ledger_path else set()))
+        ledger = {"gateway.ledger"} if options.ledger_path else set()
+        self._ops = frozenset({"gateway.chat", "gateway.respond", "gateway.retrieve"} | ledger)
         if options.launch is not None and options.launch.wiring != "none":
             # The Send it builds for a conversation is read from the wire of the fake it is wired to, and
             # the turns its response store keeps are answered by that fake.
@@ -111,6 +113,15 @@ class HttpTarget(DeclaredOperations):
         import openai
 
         self._http = openai.DefaultHttpxClient(trust_env=False)  # loopback: never through a proxy
+        self._responses = HttpResponses(
+            client=self._http,
+            url=lambda: self._url,
+            timeout_s=self._timeout,
+            patience=self._patience,
+            read=self._read_as,
+            lines=lambda lines, what: self._lines(lines, _clock(), [], what),
+            failed=self._failed,
+        )
         try:
             if options.launch is not None:
                 self._gateway = LaunchedGateway(options.launch, host=host, port=port).start()
@@ -216,6 +227,10 @@ class HttpTarget(DeclaredOperations):
     def _call(self, op: str, params: dict[str, Any]) -> dict[str, Any]:
         if op == "gateway.chat":
             result = self._chat(params["request"], params["api_key"])
+        elif op == "gateway.respond":
+            result = self._responses.respond(params["request"], params["api_key"])
+        elif op == "gateway.retrieve":
+            result = self._responses.retrieve(params["response_id"], params["api_key"])
         elif op == "engine.build_send_request":
             result = self._build_send_request(**params)
         elif op.startswith("store."):
@@ -254,17 +269,17 @@ class HttpTarget(DeclaredOperations):
         try:
             if not stream:
                 raw = client.chat.completions.with_raw_response.create(**kwargs, extra_body=extra)
-                return {"status": raw.status_code, "body": _body(raw.http_response.content)}, raw.headers
+                return {"status": raw.status_code, "body": body_of(raw.http_response.content)}, raw.headers
             with client.chat.completions.with_streaming_response.create(**kwargs, extra_body=extra) as response:
                 answer = response.http_response
                 if not answer.headers.get("content-type", "").lower().startswith("text/event-stream"):
-                    return {"status": answer.status_code, "body": _body(answer.read())}, answer.headers
+                    return {"status": answer.status_code, "body": body_of(answer.read())}, answer.headers
                 silences: list[float] = []
                 events = list(sse_events(self._lines(sse_lines(answer.iter_text()), started, silences)))
                 timed = {"longest_silence_s": round(max(silences), 3)} if silences else {}
                 return {"status": answer.status_code, "events": events, **timed}, answer.headers
         except openai.APIStatusError as exc:
-            return {"status": exc.status_code, "body": _body(exc.response.content)}, exc.response.headers
+            return {"status": exc.status_code, "body": body_of(exc.response.content)}, exc.response.headers
         except openai.APITimeoutError:
             raise TargetHung(self._failed(f"no answer to POST {_CHAT_PATH} within {self._timeout():g} s")) from None
         except openai.APIConnectionError as exc:
@@ -275,7 +290,9 @@ class HttpTarget(DeclaredOperations):
         except (_transport.HTTPError, _transport.StreamError) as exc:
             raise TargetError(self._failed(f"the event stream of POST {_CHAT_PATH} broke off: {exc}")) from None
 
-    def _lines(self, lines: Iterator[str], started: float, silences: list[float]) -> Iterator[str]:
+    def _lines(
+        self, lines: Iterator[str], started: float, silences: list[float], what: str = f"POST {_CHAT_PATH}"
+    ) -> Iterator[str]:
         """The stream's lines, within the request timeout overall (heartbeats do not extend it); ``silences``
         gets the time before each line (comments included), from the answer's headers on."""
         last = _clock()
@@ -284,9 +301,7 @@ class HttpTarget(DeclaredOperations):
             silences.append(now - last)
             last = now
             if now - started > self._timeout():
-                raise TargetError(
-                    self._failed(f"the event stream of POST {_CHAT_PATH} did not end within {self._timeout():g} s")
-                )
+                raise TargetError(self._failed(f"the event stream of {what} did not end within {self._timeout():g} s"))
             yield line
 
     def _split(self, request: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -388,7 +403,7 @@ class HttpTarget(DeclaredOperations):
         if answer.status_code != 200:
             text = answer.text[:500]
             raise TargetError(f"{self.description}: GET {path} (--ledger-path) answered {answer.status_code}: {text}")
-        body = _body(answer.content)
+        body = body_of(answer.content)
         if isinstance(body, str):
             raise TargetError(f"{self.description}: GET {path} answered something that is not JSON: {body[:300]!r}")
         return {"ledger": body}
@@ -416,7 +431,7 @@ class HttpTarget(DeclaredOperations):
             sent = {"params": query} if query else {}
         return self._waiting(
             lambda: self._send_once(method, path, headers, sent),
-            lambda answer: (answer.status_code, answer.headers, _body(answer.content)),
+            lambda answer: (answer.status_code, answer.headers, body_of(answer.content)),
             f"{method} {path}",
         )
 
@@ -438,6 +453,12 @@ class HttpTarget(DeclaredOperations):
             if stale(exc):
                 raise StaleConnection from exc
             raise TargetError(self._failed(f"{method} {path} failed: {exc}")) from None
+
+    def _read_as(self, path: str, api_key: str) -> tuple[int, Any]:
+        """A bodyless GET as this example's caller holding ``api_key`` (its read signal included)."""
+        caller = next((c for c in self._example if c.api_key == api_key), self._example[0])
+        answer = self._send("GET", path, caller)
+        return answer.status_code, body_of(answer.content)
 
     def _timeout(self) -> float:
         return self._options.request_timeout_s
@@ -466,11 +487,3 @@ def _history_budget(options: HttpOptions) -> int:
     """The history budget the launched gateway was given (CASCADE_MAX_HISTORY_BYTES), else the default."""
     launched = options.launch.env if options.launch is not None else {}
     return env_limit(launched, ENV_HISTORY, DEFAULT_HISTORY_BYTES, allow_zero=False)
-
-
-def _body(content: bytes) -> Any:
-    """A response body: its JSON, or its text when it is not JSON."""
-    try:
-        return json.loads(content)
-    except ValueError:
-        return content.decode("utf-8", errors="replace")

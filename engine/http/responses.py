@@ -57,6 +57,22 @@ class _Turn:
     persist: bool  # persistence asked for and a store to keep it
 
 
+@dataclass(frozen=True)
+class _Ending:
+    """How a turn that did not fail ended, as the Responses API says it (TURN-4): a turn the chat path cut
+    (finish ``length``: the gateway stopped waiting while the LS still ran) is ``incomplete``, as chat's
+    ``length`` maps to ``max_output_tokens``; any other, tool calls included, ``completed``."""
+
+    status: str
+    incomplete_reason: str | None = None
+
+    @classmethod
+    def of(cls, finish_reason: str | None) -> _Ending:
+        if finish_reason == "length":
+            return cls("incomplete", "max_output_tokens")
+        return cls("completed")
+
+
 def response_not_found(response_id: str, param: str) -> ApiError:
     return ApiError(
         404, f"Response with id '{response_id}' not found. {NOT_FOUND_HINT}", code="response_not_found", param=param
@@ -138,8 +154,9 @@ class ResponsesRoutes:
         for event in events:
             builder.feed(event)
         usage = next((e.usage for e in events if e.kind == "usage"), None)
-        refused = await self._commit(turn, builder.stored_items)
-        return JSONResponse(self._completed(turn, builder.items, refused, usage))
+        ending = _Ending.of(next((e.text for e in events if e.kind == "finish"), None))
+        refused = await self._commit(turn, builder.stored_items, ending)
+        return JSONResponse(self._completed(turn, builder.items, refused, usage, ending))
 
     async def _stream(self, turn: _Turn) -> AsyncIterator[bytes]:
         writer = EventWriter()
@@ -147,6 +164,7 @@ class ResponsesRoutes:
         started = self._body(turn, "in_progress", [], stored=turn.persist)
         yield writer.frame("response.created", {"response": started})
         yield writer.frame("response.in_progress", {"response": started})
+        ending = _Ending.of(None)
         async with contextlib.aclosing(self._events(turn)) as events:
             async for event in events:
                 if event is None:
@@ -164,13 +182,15 @@ class ResponsesRoutes:
                     )
                     yield writer.frame("response.failed", {"response": failed})
                     return
+                if event.kind == "finish":
+                    ending = _Ending.of(event.text)
                 for kind, payload in builder.feed(event):
                     yield writer.frame(kind, payload)
                 if event.kind == "usage":
-                    # Committed before the client hears of completion, so a GET right after it finds it.
-                    refused = await self._commit(turn, builder.stored_items)
-                    done = self._completed(turn, builder.items, refused, event.usage)
-                    yield writer.frame("response.completed", {"response": done})
+                    # Committed before the client hears of its end, so a GET right after it finds it.
+                    refused = await self._commit(turn, builder.stored_items, ending)
+                    done = self._completed(turn, builder.items, refused, event.usage, ending)
+                    yield writer.frame(f"response.{ending.status}", {"response": done})
 
     def _events(self, turn: _Turn) -> AsyncGenerator[ChatEvent | None, None]:
         """The turn's events as they come; ``None`` when a heartbeat is due (see :func:`turn_events`)."""
@@ -178,9 +198,10 @@ class ResponsesRoutes:
         run = functools.partial(self._run, turn)
         return turn_events(run, limiter=self._hooks.limiter, heartbeat_s=self._hooks.heartbeat_s, name="responses")
 
-    async def _commit(self, turn: _Turn, output: Sequence[Item]) -> str | None:
-        """Store the turn when persistence was wanted; why the store refused it, None otherwise. A
-        refusal is logged: the client holds an id that will 404."""
+    async def _commit(self, turn: _Turn, output: Sequence[Item], ending: _Ending) -> str | None:
+        """Store the turn when persistence was wanted, with its status (a cut turn is kept ``incomplete``,
+        so a later read says what the POST said); why the store refused it, None otherwise. A refusal is
+        logged: the client holds an id that will 404."""
         store = self._store
         if store is None or not turn.persist:
             return None
@@ -190,6 +211,8 @@ class ResponsesRoutes:
             [*turn.items, *output],
             turn.caller.id,
             model=turn.request.model.name,
+            status=ending.status,
+            incomplete_reason=ending.incomplete_reason,
             created_at=turn.created_at,
         )
         try:
@@ -205,11 +228,24 @@ class ResponsesRoutes:
         return reason or "refused"
 
     def _completed(
-        self, turn: _Turn, output: Sequence[Mapping[str, Any]], refused: str | None, usage: Mapping[str, Any] | None
+        self,
+        turn: _Turn,
+        output: Sequence[Mapping[str, Any]],
+        refused: str | None,
+        usage: Mapping[str, Any] | None,
+        ending: _Ending,
     ) -> dict[str, Any]:
-        """The completed response: ``store`` says whether it was kept, and a refused write is told to the
-        client (``store_error``), not only logged, since its id will answer 404."""
-        body = self._body(turn, "completed", output, stored=turn.persist and refused is None, usage=usage)
+        """The ended response (``completed``, or ``incomplete`` when the turn was cut): ``store`` says whether
+        it was kept, and a refused write is told to the client (``store_error``), not only logged, since its
+        id will answer 404."""
+        body = self._body(
+            turn,
+            ending.status,
+            output,
+            stored=turn.persist and refused is None,
+            usage=usage,
+            incomplete_reason=ending.incomplete_reason,
+        )
         if refused is not None:
             body["store_error"] = {
                 "code": "store_refused",
@@ -227,6 +263,7 @@ class ResponsesRoutes:
         stored: bool,
         usage: Mapping[str, Any] | None = None,
         error: Mapping[str, Any] | None = None,
+        incomplete_reason: str | None = None,
     ) -> dict[str, Any]:
         return response_object(
             response_id=turn.response_id,
@@ -240,6 +277,7 @@ class ResponsesRoutes:
             instructions=turn.request.instructions,
             previous_response_id=turn.request.previous_response_id,
             error=error,
+            incomplete_reason=incomplete_reason,
         )
 
     # ------------------------------------------------------------------------------- by id

@@ -53,6 +53,11 @@ class DecoderWithCaps(Decoder):
         return self.caps
 
 
+# What every HTTP target offers, whatever its options: chat and the Responses API (a gateway without it
+# answers 404 there, judged by each property).
+ALWAYS_OFFERED = frozenset({"gateway.chat", "gateway.respond", "gateway.retrieve"})
+
+
 def decoder() -> Decoder:
     return Decoder({"fields": {"a": 1}, "unknown": []})
 

@@ -327,7 +327,7 @@ def test_operations_lists_each_operation_with_its_summary(capsys: pytest.Capture
     assert [line.split(" ", 1)[0] for line in lines] == [
         "ls.decode_request", "ls.serve", "ls.journal", "ls.advance_clock", "ls.stop",
         "engine.build_send_request", "engine.parse_generator_metadata", "engine.store_offsets", "engine.play_turns",
-        "gateway.start", "gateway.chat", "gateway.ledger", "gateway.stop",
+        "gateway.start", "gateway.chat", "gateway.respond", "gateway.retrieve", "gateway.ledger", "gateway.stop",
         "store.open", "store.put", "store.get", "store.delete",
         "session.open", "session.commit", "session.build", "session.restore", "session.compact", "session.views",
     ]  # fmt: skip
@@ -344,7 +344,7 @@ def test_operations_json_gives_each_operations_schemas_and_capabilities(capsys: 
     assert text.startswith('{\n  "protocol": 1,\n  "operations": {\n    "ls.decode_request": {\n      "summary": "')
     document = json.loads(text)
     assert list(document) == ["protocol", "operations"]
-    assert len(document["operations"]) == 23
+    assert len(document["operations"]) == 25
     assert document["operations"]["ls.stop"] == {
         "summary": "Stop the served language server.",
         "params": {"type": "object", "additionalProperties": False, "properties": {}, "required": []},

@@ -112,7 +112,7 @@ def test_a_run_on_a_launched_gateway_replays_through_the_same_options_and_keeps_
             "wait_limit_s": None,
             "heartbeat_s": None,
         },
-        "operations": ["gateway.chat", "gateway.ledger"],
+        "operations": ["gateway.chat", "gateway.ledger", "gateway.respond", "gateway.retrieve"],
         "store.open": None,
     }
     flags = (

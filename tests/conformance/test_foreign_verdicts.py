@@ -92,8 +92,10 @@ FULL = {
     "REQ": {"REQ-1": P, "REQ-2": P},  # every turn in a fresh Send; stop cut, what it cannot serve refused
     # TURN-1: each turn's own text, resumed or not; TURN-3: LS failures are errors (its rate limit a 429), then a
     # cool-down it asks to wait out.
+    # TURN-4: one status in the body and a read, a cut turn incomplete; it refuses streamed Responses and makes
+    # tool calls only from its own markup: a partial pass.
     # TURN-5: a turn past its wait limit ends cut; it sends no heartbeats (none declared): a partial pass.
-    "TURN": {"TURN-1": P, "TURN-2": P, "TURN-3": P, "TURN-5": PARTIAL},
+    "TURN": {"TURN-1": P, "TURN-2": P, "TURN-3": P, "TURN-4": PARTIAL, "TURN-5": PARTIAL},
 }
 
 
@@ -178,6 +180,7 @@ def test_the_lean_personality_is_not_checkable_for_what_it_lacks_and_fails_nothi
         ("last-user-only", "REQ", {"REQ-1"}),
         ("parts-as-objects", "REQ", {"REQ-1"}),
         ("wait-limit-as-stop", "TURN", {"TURN-5"}),
+        ("read-says-completed", "TURN", {"TURN-4"}),
     ],
 )
 def test_each_seed_defect_fails_exactly_its_invariants(

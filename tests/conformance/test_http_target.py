@@ -26,7 +26,7 @@ from conformance.targets._launch import KIT_CSRF_TOKEN, free_port
 from fakels.demo import play_turn
 from fakels.scenario import Chunk, Scenario, Turn, scenario_to_document
 from tests.conformance.plugin_support import run
-from tests.conformance.targets_support import untimed
+from tests.conformance.targets_support import ALWAYS_OFFERED, untimed
 from tests.support import echo_gateway
 
 pytest_plugins = ["pytester"]
@@ -160,7 +160,7 @@ def test_wiring_none_and_external_gateways_have_no_wired_ls(dialled: HttpTarget)
         assert external.wired_ls() is None
         assert external.description == dialled.url
         assert external.launch_output() is None
-        assert external.operations() == frozenset({"gateway.chat"})
+        assert external.operations() == ALWAYS_OFFERED
         assert external.call("gateway.chat", request=REQUEST, api_key="k1")["status"] == 200
     finally:
         external.close()
@@ -274,7 +274,7 @@ def test_gateway_defaults_and_operations(dialled: HttpTarget) -> None:
         "heartbeat_s": None,
     }
     store = {"store.open", "store.put", "store.get", "store.delete"}
-    assert dialled.operations() == frozenset({"gateway.chat", "gateway.ledger", "engine.build_send_request", *store})
+    assert dialled.operations() == frozenset({*ALWAYS_OFFERED, "gateway.ledger", "engine.build_send_request", *store})
     assert dialled.kind == "http"
     assert dialled.capabilities("store.open") == {
         "fixed_limits": {"max_messages": 400, "max_entry_bytes": 32 * 1024 * 1024},

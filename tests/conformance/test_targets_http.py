@@ -19,7 +19,7 @@ from conformance.example_tags import TAG_RE
 from conformance.targets import HttpOptions, HttpTarget, LaunchedGateway, LaunchSpec, _http, load_target
 from conformance.targets._launch import free_port
 from tests.conformance import targets_support
-from tests.conformance.targets_support import canned_server, echo_server, untimed
+from tests.conformance.targets_support import ALWAYS_OFFERED, canned_server, echo_server, untimed
 from tests.support import echo_gateway
 
 REQUEST = {"model": "m-test", "messages": [{"role": "user", "content": "hi"}]}
@@ -83,14 +83,14 @@ def test_an_external_gateway_is_described_by_its_url_and_has_no_wired_ls(
     first, other = target.scoped_body({"model": "m"}, 0), target.scoped_body({"model": "m"}, 1)
     assert first["user"] != other["user"], (first, other)
     assert first["user"].startswith("conformance-"), first
-    assert target.operations() == frozenset({"gateway.chat", "gateway.ledger"})
+    assert target.operations() == frozenset({*ALWAYS_OFFERED, "gateway.ledger"})
     assert target.capabilities("gateway.chat") == {}
 
 
 def test_without_a_ledger_path_only_chat_is_offered(echo: tuple[str, Log]) -> None:
     target = opened(echo[0])
     try:
-        assert target.operations() == frozenset({"gateway.chat"})
+        assert target.operations() == ALWAYS_OFFERED
         with pytest.raises(TargetError, match=r"does not implement gateway\.ledger$"):
             target.call("gateway.ledger")
     finally:
@@ -102,7 +102,7 @@ def test_a_launch_without_ls_wiring_offers_no_wire_operations(echo: tuple[str, L
     launch = LaunchSpec(command="sleep 30", wiring="none", ready_timeout_s=5, own_port=False)
     target = HttpTarget(f"http://127.0.0.1:{port}", HttpOptions(launch=launch))
     try:
-        assert target.operations() == frozenset({"gateway.chat"})
+        assert target.operations() == ALWAYS_OFFERED
         assert target.wired_ls() is None
         assert target.description == f"http://127.0.0.1:{port} (launched: sleep 30, LS: none)"
         assert target.launch_output() == ""
@@ -117,7 +117,7 @@ def test_a_dial_wired_launch_offers_the_wire_and_store_operations(echo: tuple[st
     target = HttpTarget(f"http://localhost:{port}", HttpOptions(launch=launch, store_limits=limits))
     try:
         store = {"store.open", "store.put", "store.get", "store.delete"}
-        assert target.operations() == frozenset({"gateway.chat", "engine.build_send_request", *store})
+        assert target.operations() == frozenset({*ALWAYS_OFFERED, "engine.build_send_request", *store})
         assert target.capabilities("store.open") == {"fixed_limits": limits, "shapes": ["responses"]}
         wired = target.wired_ls()
         assert wired is not None

@@ -10,8 +10,9 @@ import pytest
 
 from conformance.errors import TargetSpecError
 from conformance.targets import HttpOptions, LaunchSpec, http_options
-from conformance.targets._http import PROBE_TIMEOUT_S, _body
+from conformance.targets._http import PROBE_TIMEOUT_S
 from conformance.targets._http_options import DEFAULT_API_KEY, DEFAULT_MODEL, DEFAULT_REQUEST_TIMEOUT_S
+from conformance.targets._http_responses import body_of as _body
 from conformance.targets._http_store import DEFAULT_STORE_LIMITS, MAX_BODY_BYTES, answer_text, parse_store_limits
 from conformance.targets._loopback import loopback_url
 from conformance.targets._sse import sse_events

@@ -15,7 +15,6 @@ NOT_YET_IMPLEMENTED = frozenset(
         "SCOPE-2",
         "SCOPE-3",
         "SCOPE-4",
-        "TURN-4",
     }
 )
 

@@ -1,8 +1,9 @@
 """The gateway operations on the reference target: the engine's real HTTP front, served in-process.
 
 ``gateway.start`` serves a fresh :class:`engine.http.gateway.Gateway` with uvicorn on a loopback port;
-``gateway.chat`` and ``gateway.ledger`` then go through the same HTTP client as a black-box target
-(:class:`conformance.targets.HttpTarget`), so the reference is judged over real HTTP.
+``gateway.chat``, ``gateway.respond``, ``gateway.retrieve`` and ``gateway.ledger`` then go through the same
+HTTP client as a black-box target (:class:`conformance.targets.HttpTarget`), so the reference is judged over
+real HTTP.
 """
 
 from __future__ import annotations
@@ -59,6 +60,12 @@ class GatewayOperations:
 
     def gateway_chat(self, request: dict[str, Any], api_key: str) -> dict[str, Any]:
         return self._http().call("gateway.chat", request=request, api_key=api_key)
+
+    def gateway_respond(self, request: dict[str, Any], api_key: str) -> dict[str, Any]:
+        return self._http().call("gateway.respond", request=request, api_key=api_key)
+
+    def gateway_retrieve(self, response_id: str, api_key: str) -> dict[str, Any]:
+        return self._http().call("gateway.retrieve", response_id=response_id, api_key=api_key)
 
     def gateway_ledger(self) -> dict[str, Any]:
         return self._http().call("gateway.ledger")

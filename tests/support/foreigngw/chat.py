@@ -55,8 +55,9 @@ def usage_document(answer: Answer) -> dict[str, Any]:
     }
 
 
-def _finish(answer: Answer) -> str:
-    return "length" if answer.cut else "tool_calls" if answer.calls else "stop"
+def _finish(settings: Settings, answer: Answer) -> str:
+    cut = answer.cut and not settings.defect("wait-limit-as-stop")  # the defect: a cut turn ends as a stop
+    return "length" if cut else "tool_calls" if answer.calls else "stop"
 
 
 def _tool_calls(answer: Answer) -> list[dict[str, Any]]:
@@ -102,7 +103,7 @@ def handle(settings: Settings, runner: Runner, caller: str | None, body: Any, re
         message: dict[str, Any] = {"role": "assistant", "content": content or (None if answer.calls else "")}
         if answer.calls:
             message["tool_calls"] = _tool_calls(answer)
-        choice = {"index": 0, "message": message, "finish_reason": _finish(answer)}
+        choice = {"index": 0, "message": message, "finish_reason": _finish(settings, answer)}
         document = {
             "id": completion_id,
             "object": "chat.completion",
@@ -187,7 +188,7 @@ def _stream(settings: Settings, runner: Runner, request: TurnRequest, chunks: _C
     if answer.calls:
         deltas = [{"index": i, **call} for i, call in enumerate(_tool_calls(answer))]
         chunks.frame({"tool_calls": deltas})
-    finish = _finish(answer)
+    finish = _finish(settings, answer)
     if include_usage and settings.defect("usage-twice"):
         chunks.frame({}, finish, usage=usage_document(answer))  # the defect: usage on the finish frame too
     else:

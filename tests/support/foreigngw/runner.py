@@ -140,13 +140,14 @@ class Runner:
         if request.tools:
             content, calls = split_calls(polled.text, lambda: f"call_{next(self._call_ids)}")
         answer, records = self._with_usage(content, calls, prompt, polled.text, cascade_id, generator_offset)
-        answer = replace(answer, cut=polled.cut and not self._settings.defect("wait-limit-as-stop"))
+        answer = replace(answer, cut=polled.cut)
         if request.schema is not None and not calls and not self._settings.defect("no-schema-validation"):
             reason = violation(content, request.schema)
             if reason is not None:
                 log(f"structured output not conforming: {reason}")
                 raise not_conforming(reason)
-        if full and not answer.cut:  # a cut turn is neither cached nor resumed
+        # A cut turn is neither cached nor resumed (the chat defect wait-limit-as-stop takes it for a stop).
+        if full and (not answer.cut or self._settings.defect("wait-limit-as-stop")):
             self._commit(
                 request, answer, _Pooled(cascade_id, polled.step_offset, generator_offset + records), cache_key
             )

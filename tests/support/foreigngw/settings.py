@@ -26,6 +26,7 @@ DEFECTS = frozenset(
         "last-user-only",
         "parts-as-objects",
         "wait-limit-as-stop",
+        "read-says-completed",
     }
 )
 PERSONALITIES = ("full", "lean", "scoped")

@@ -1,0 +1,99 @@
+"""``gateway.respond`` and ``gateway.retrieve`` over HTTP: ``POST /v1/responses`` (its JSON body, or the data
+of its event stream's events) and ``GET /v1/responses/{id}``.
+
+The body goes as given (the caller's per-user signal is already in it, as for ``gateway.chat``); a read
+carries the signal of the example's caller with that key (--read-scope). A rate limit is waited out as
+for chat; a timeout, a broken connection or a stream that breaks off is the target's failure.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from conformance.errors import TargetError, TargetHung
+from conformance.targets._sse import sse_events, sse_lines
+from conformance.targets._stale import StaleConnection, once_more_if_stale, stale
+
+if TYPE_CHECKING:
+    from conformance.targets._pace import Patience
+
+try:
+    import httpx2 as _transport
+except ImportError:  # openai before 3.x drives httpx
+    import httpx as _transport  # type: ignore[no-redef]
+
+RESPONSES_PATH = "/v1/responses"
+_Answer = tuple[dict[str, Any], Mapping[str, str]]
+
+
+class HttpResponses:
+    """``url``: the gateway's base URL, read when a request is made (a launched gateway's port is known late);
+    ``read``: a bodyless GET as the example caller holding an API key (status, JSON or text body);
+    ``lines``: a stream's lines within the request timeout; ``failed``: a failure described for the report."""
+
+    def __init__(
+        self,
+        *,
+        client: _transport.Client,
+        url: Callable[[], str],
+        timeout_s: Callable[[], float],
+        patience: Patience,
+        read: Callable[[str, str], tuple[int, Any]],
+        lines: Callable[[Iterator[str], str], Iterator[str]],
+        failed: Callable[[str], str],
+    ) -> None:
+        self._client = client
+        self._url = url
+        self._timeout_s = timeout_s
+        self._patience = patience
+        self._read = read
+        self._lines = lines
+        self._failed = failed
+
+    def respond(self, request: Mapping[str, Any], api_key: str) -> dict[str, Any]:
+        """One Responses request; a rate limit is waited out, the last answer returned."""
+        answer, _ = self._patience.run(
+            lambda: once_more_if_stale(lambda: self._attempt(request, api_key), self._failed, f"POST {RESPONSES_PATH}"),
+            lambda got: (got[0]["status"], got[1], got[0].get("body", got[0].get("events"))),
+            "the gateway",
+        )
+        return answer
+
+    def retrieve(self, response_id: str, api_key: str) -> dict[str, Any]:
+        status, body = self._read(f"{RESPONSES_PATH}/{response_id}", api_key)
+        return {"status": status, "body": body}
+
+    def _attempt(self, request: Mapping[str, Any], api_key: str) -> _Answer:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        what = f"POST {RESPONSES_PATH}"
+        try:
+            if request.get("stream") is not True:
+                answer = self._client.post(
+                    self._url() + RESPONSES_PATH, json=dict(request), headers=headers, timeout=self._timeout_s()
+                )
+                return {"status": answer.status_code, "body": body_of(answer.content)}, answer.headers
+            with self._client.stream(
+                "POST", self._url() + RESPONSES_PATH, json=dict(request), headers=headers, timeout=self._timeout_s()
+            ) as answer:
+                if not answer.headers.get("content-type", "").lower().startswith("text/event-stream"):
+                    return {"status": answer.status_code, "body": body_of(answer.read())}, answer.headers
+                events = list(sse_events(self._lines(sse_lines(answer.iter_text()), what)))
+                return {"status": answer.status_code, "events": events}, answer.headers
+        except _transport.TimeoutException:
+            raise TargetHung(self._failed(f"no answer to {what} within {self._timeout_s():g} s")) from None
+        except _transport.HTTPError as exc:
+            if stale(exc):
+                raise StaleConnection from exc
+            raise TargetError(self._failed(f"{what} failed: {exc}")) from None
+        except _transport.StreamError as exc:
+            raise TargetError(self._failed(f"the event stream of {what} broke off: {exc}")) from None
+
+
+def body_of(content: bytes) -> Any:
+    """A response body: its JSON, or its text when it is not JSON."""
+    try:
+        return json.loads(content)
+    except ValueError:
+        return content.decode("utf-8", errors="replace")
