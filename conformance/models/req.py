@@ -52,3 +52,34 @@ def history_pieces(messages: list[dict[str, Any]]) -> list[tuple[str, tuple[str,
             for key, value in json.loads(function["arguments"]).items():
                 pieces.append((f"{where} tool call {function['name']} argument {key}", _json_forms(value)))
     return pieces
+
+
+def responses_input(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A chat conversation as the Responses API's input items: messages (parts as ``input_text`` for the user,
+    ``output_text`` for the assistant), each tool call a ``function_call`` and each result a
+    ``function_call_output``, in order."""
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        role, content = message.get("role"), message.get("content")
+        if role == "tool":
+            output = content if isinstance(content, str) else _parts(content, "input_text")
+            items.append({"type": "function_call_output", "call_id": message["tool_call_id"], "output": output})
+            continue
+        if content:
+            kind = "input_text" if role == "user" else "output_text"
+            items.append({"role": role, "content": content if isinstance(content, str) else _parts(content, kind)})
+        for call in message.get("tool_calls") or ():
+            function = call["function"]
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": call["id"],
+                    "name": function["name"],
+                    "arguments": function["arguments"],
+                }
+            )
+    return items
+
+
+def _parts(content: Any, kind: str) -> list[dict[str, Any]]:
+    return [{"type": kind, "text": text} for text in _texts(content)]

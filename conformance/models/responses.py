@@ -95,3 +95,16 @@ def _output(items: Any) -> tuple[tuple[str, str, str], ...]:
         elif item.get("type") == "function_call":
             out.append(("function_call", str(item.get("name", "")), str(item.get("arguments", ""))))
     return tuple(out)
+
+
+def announced_id(events: Sequence[str]) -> str | None:
+    """The response id a stream announced first (``response.created`` carries it before any output)."""
+    for data in events:
+        try:
+            event = json.loads(data)
+        except ValueError:
+            continue
+        response = event.get("response") if isinstance(event, dict) else None
+        if isinstance(response, dict) and isinstance(response.get("id"), str):
+            return str(response["id"])
+    return None

@@ -11,13 +11,14 @@ Send. A 200 that ignored the parameter fails. Cases come from :mod:`conformance.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from conformance.errors import excerpt
+from conformance.errors import FeatureDeclined, InputRefused, excerpt
 from conformance.example_tags import tagged, untagged
 from conformance.gateway import REFUSAL, ChatAnswer, GatewayUnderTest, open_gateway
 from conformance.models.journal import send_text, sends, unescaped
-from conformance.models.req import OBJECT_RENDERED, history_pieces, text_before_stop
+from conformance.models.req import OBJECT_RENDERED, history_pieces, responses_input, text_before_stop
 from conformance.models.stream import StreamView
 from conformance.properties import Case, Evidence, invariant_property
 from conformance.strategies.req import history_cases, nothing_to_answer, parameter_cases
@@ -110,23 +111,39 @@ def parameters_honoured_or_refused(target: Target, case: Case, evidence: Evidenc
 def every_turn_reaches_a_fresh_cascade(target: Target, case: Case, evidence: Evidence) -> None:
     """A conversation with earlier rounds (texts as strings or parts arrays, tool calls with arguments, tool
     results up to 20 KB) goes to a fresh cascade: its Send carries every piece in order, whatever framing the
-    gateway puts around them, and never ``[object Object]``."""
-    messages = tagged(case["messages"])
+    gateway puts around them, and never ``[object Object]``. The same conversation as Responses input items
+    (messages, ``function_call`` and ``function_call_output`` items) is judged the same way."""
     scenario = {"turns": [{"chunks": [{"text": "noted"}], "records": [_USAGE]}]}
     with open_gateway(target, scenario) as gw:
-        gw.chat({"messages": messages, "stream": False})
-        entries = gw.journal()
+        gw.chat({"messages": tagged(case["messages"]), "stream": False})
+        chat_sends = sends(gw.journal())
+        responses_sends: list[Mapping[str, Any]] | None = None
+        if "gateway.respond" in target.operations():
+            gw.ls.load_scenario(scenario)
+            try:
+                gw.respond({"input": responses_input(tagged(case["messages"])), "stream": False, "store": False})
+                responses_sends = sends(gw.journal())[len(chat_sends) :]
+            except (InputRefused, FeatureDeclined) as refused:
+                evidence.not_observed(f"Responses input items ({refused})")
+        else:
+            evidence.not_observed("Responses input items (the target has no gateway.respond)")
     evidence.add("exchanges", gw.exchanges)
-    sent = sends(entries)
-    assert sent, "the conversation reached no Send"
+    _judge_history(case, chat_sends, "chat messages", evidence)
+    if responses_sends is not None:
+        _judge_history(case, responses_sends, "Responses input items", evidence)
+
+
+def _judge_history(case: Case, sent: list[Mapping[str, Any]], asked: str, evidence: Evidence) -> None:
+    """The first Send after the conversation was asked as ``asked`` carries every piece, in order."""
+    assert sent, f"the conversation, asked as {asked}, reached no Send"
     text = unescaped(untagged(send_text(sent[0])))
-    evidence.add("first Send", excerpt(text))
-    assert OBJECT_RENDERED not in text, f"a part was rendered as {OBJECT_RENDERED}: {excerpt(text)}"
+    evidence.add(f"first Send ({asked})", excerpt(text))
+    assert OBJECT_RENDERED not in text, f"a part was rendered as {OBJECT_RENDERED} ({asked}): {excerpt(text)}"
     at = 0
     for what, forms in history_pieces(case["messages"]):
         found = [(text.find(form, at), form) for form in forms if text.find(form, at) >= 0]
         assert found, (
-            f"{what} is not in the Send after the turns before it\n  expected: {excerpt(forms[0])!r}\n"
+            f"{what} ({asked}) is not in the Send after the turns before it\n  expected: {excerpt(forms[0])!r}\n"
             f"  Send from offset {at}: {text[at:][:600]!r}"
         )
         position, form = min(found)

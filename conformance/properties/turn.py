@@ -15,7 +15,7 @@ from typing import Any
 from conformance.errors import FeatureDeclined, InputRefused
 from conformance.gateway import RATE_LIMIT, REFUSAL, ChatAnswer, GatewayUnderTest, TimeLimits, open_gateway
 from conformance.models.journal import SEND, cascade_of, send_text, sends
-from conformance.models.responses import body_view, stream_view
+from conformance.models.responses import announced_id, body_view, stream_view
 from conformance.models.stream import StreamView
 from conformance.models.turn import answers
 from conformance.properties import Case, Evidence, invariant_property, require
@@ -178,7 +178,8 @@ def _failed(case: Case, entries: list[dict[str, Any]]) -> bool:
 def a_failed_turn_leaves_nothing_behind(target: Target, case: Case, evidence: Evidence) -> None:
     """A turn fails after some of its text (an error step, or a steps call failing mid-answer): the conversation's
     next turn goes to a fresh cascade that carries the whole history (the failed turn was not committed to be
-    resumed), and the failed request, sent again, reaches the LS (its partial answer was not cached)."""
+    resumed), and the failed request, sent again, reaches the LS (its partial answer was not cached). The same
+    failure on a Responses turn asked to be stored is never reported, nor read back, as completed."""
     answered = {"chunks": [{"text": RECOVERED}], "records": [{"input_tokens": 5, "output_tokens": 3}]}
     scenario = {"turns": [failing_after_text(case), *[answered] * 4]}
     with open_gateway(target, scenario) as gw:
@@ -192,6 +193,10 @@ def a_failed_turn_leaves_nothing_behind(target: Target, case: Case, evidence: Ev
         after_next = gw.journal()
         gw.chat({"messages": [first], "stream": case["stream"]})
         after_repeat = gw.journal()
+        if "gateway.respond" in target.operations():
+            _judge_failed_response(gw, case, evidence)
+        else:
+            evidence.not_observed("Responses turns (the target has no gateway.respond)")
     evidence.add("exchanges", gw.exchanges)
     require(_failed(case, served), f"the scripted failure ({case['failure']}) never happened: the turn ended first")
     failing = sends(served)
@@ -210,6 +215,34 @@ def a_failed_turn_leaves_nothing_behind(target: Target, case: Case, evidence: Ev
     assert len(sends(after_repeat)) > len(sends(after_next)), (
         "the failed request, sent again, reached no Send: its partial answer was cached"
     )
+
+
+def _judge_failed_response(gw: GatewayUnderTest, case: Case, evidence: Evidence) -> None:
+    """The same failure on a Responses turn asked to be stored: never reported, nor read back, as completed."""
+    before = len(gw.journal())
+    gw.ls.load_scenario({"turns": [failing_after_text(case)]})
+    request = {"input": gw.tag(f"responses: {case['question']}"), "stream": case["stream"], "store": True}
+    try:
+        answer = gw.respond(request, judged=(RATE_LIMIT,))
+    except (InputRefused, FeatureDeclined) as refused:
+        evidence.not_observed(f"Responses turns ({refused})")
+        return
+    if not _failed(case, gw.journal()[before:]):
+        evidence.not_observed("a failed Responses turn (the turn ended before the scripted failure)")
+        return
+    if answer.status >= 300:
+        return  # refused as a whole: no id to read back
+    view = stream_view(answer.events) if answer.events is not None else body_view(answer.body)
+    how = f"a {'streamed' if case['stream'] else 'non-stream'} Responses turn the LS failed ({case['failure']})"
+    if view.status == "completed":  # the gateway took the failure for a success: TURN-3's to judge, not stored state
+        evidence.not_observed("stored failed Responses turns (the gateway served the failure as completed: TURN-3)")
+        return
+    response_id = view.response_id or (announced_id(answer.events) if answer.events is not None else None)
+    if response_id is None:
+        return
+    status, body = gw.retrieve(response_id)
+    read = body_view(body) if status == 200 else None
+    assert read is None or read.status != "completed", f"{how} was stored as completed: a read gives {body!r:.300}"
 
 
 # How much later than its declared interval a heartbeat may come (timers and the kit's own reading): this

@@ -95,7 +95,9 @@ FULL = {
     # TURN-4: one status in the body and a read, a cut turn incomplete; it refuses streamed Responses and makes
     # tool calls only from its own markup: a partial pass.
     # TURN-5: a turn past its wait limit ends cut; it sends no heartbeats (none declared): a partial pass.
-    "TURN": {"TURN-1": P, "TURN-2": P, "TURN-3": P, "TURN-4": PARTIAL, "TURN-5": PARTIAL},
+    # TURN-2: failed turns neither kept nor resumed; it refuses streamed Responses, whose failed turns would have
+    # an id to read back: a partial pass.
+    "TURN": {"TURN-1": P, "TURN-2": PARTIAL, "TURN-3": P, "TURN-4": PARTIAL, "TURN-5": PARTIAL},
 }
 
 

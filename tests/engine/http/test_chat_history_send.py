@@ -1,4 +1,4 @@
-"""REQ-1 on the engine's chat front: a fresh cascade's Send carries every turn of the conversation, in
+"""REQ-1 on the engine's chat and Responses fronts: a fresh cascade's Send carries every turn of the conversation, in
 order, whatever shape carried it (strings, parts arrays, tool calls and their results)."""
 
 from __future__ import annotations
@@ -31,6 +31,27 @@ CONVERSATION: list[Any] = [
 def test_a_fresh_send_carries_every_turn_in_order(fake: FakeLSThread, client: openai.OpenAI) -> None:
     play(fake, {"chunks": [{"text": "ok"}]})
     client.chat.completions.create(model=MODEL, messages=CONVERSATION)
+    _assert_every_piece_in_order(fake)
+
+
+RESPONSES_INPUT: list[Any] = [
+    {"role": "user", "content": [{"type": "input_text", "text": "first "}, {"type": "input_text", "text": "question"}]},
+    {"role": "assistant", "content": [{"type": "output_text", "text": "let me look"}]},
+    {"type": "function_call", "call_id": "c1", "name": "read_file", "arguments": '{"path": "ä/b.txt"}'},
+    {"type": "function_call_output", "call_id": "c1", "output": LONG_RESULT},
+    {"role": "assistant", "content": "found it"},
+    {"role": "user", "content": "and now?"},
+]
+
+
+@pytest.mark.invariant("REQ-1")
+def test_a_fresh_send_carries_every_responses_item_in_order(fake: FakeLSThread, client: openai.OpenAI) -> None:
+    play(fake, {"chunks": [{"text": "ok"}]})
+    client.responses.create(model=MODEL, input=RESPONSES_INPUT, store=False)
+    _assert_every_piece_in_order(fake)
+
+
+def _assert_every_piece_in_order(fake: FakeLSThread) -> None:
     (send,) = sends(fake)
     text = send.request["items"][0]["text"]
     assert "[object Object]" not in text

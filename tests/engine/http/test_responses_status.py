@@ -1,5 +1,6 @@
 """TURN-4 on the engine's Responses front: a turn reports one status in its stream, its non-stream body and
-a later read; a tool-call turn is completed, a turn cut by the wait cap incomplete, with its reason."""
+a later read; a tool-call turn is completed, a turn cut by the wait cap incomplete, with its reason. And
+TURN-2's Responses half: a failed turn is not stored."""
 
 from __future__ import annotations
 
@@ -76,3 +77,14 @@ def test_text_and_tool_call_turns_are_completed_everywhere(
         read = _read(capped, served["id"])
         assert (read["status"], read["output"]) == ("completed", served["output"])
     assert served["output"][-1]["type"] == "function_call"
+
+
+@pytest.mark.invariant("TURN-2")
+def test_a_failed_streamed_turn_is_not_stored(fake: FakeLSThread, capped: ServedGateway) -> None:
+    play(fake, {"chunks": [{"text": "half an answer"}, {"error": "model stopped"}]})
+    body = {"model": MODEL, "input": "a question", "stream": True, "store": True}
+    with httpx.stream("POST", capped.url + "/v1/responses", json=body, headers=HEADERS, timeout=30) as answer:
+        events = [json.loads(line[5:]) for line in answer.iter_lines() if line.startswith("data:")]
+    assert events[-1]["type"] == "response.failed"
+    read = httpx.get(f"{capped.url}/v1/responses/{events[0]['response']['id']}", headers=HEADERS, timeout=30)
+    assert read.status_code == 404, read.text
