@@ -100,12 +100,26 @@ class GatewayUnderTest:
         from a cache or a pooled cascade filled by an earlier one)."""
         return f"{text} [case {self.run_tag}]"
 
-    def chat(self, request: Mapping[str, Any], *, caller: int = 0, judged: Collection[str] = ()) -> ChatAnswer:
+    def chat(
+        self,
+        request: Mapping[str, Any],
+        *,
+        caller: int = 0,
+        judged: Collection[str] = (),
+        hang_up_after: int | None = None,
+    ) -> ChatAnswer:
         """The gateway's answer to ``request``. A refusal leaves the example unjudged (it raises), except the
         kinds in ``judged``, which are then the answer the property judges: ``"refusal"``, a 4xx refusal of
         the input; ``"rate limit"``, a rate limit (429, 503, a transient error inside a 2xx), which is then
-        not waited out either."""
-        return self._post("gateway.chat", "POST /v1/chat/completions", request, caller, judged)
+        not waited out either. ``hang_up_after`` (see :attr:`can_hang_up`): the client leaves a stream once it
+        has read that many events."""
+        hang_up = {"hang_up_after": hang_up_after} if hang_up_after is not None else {}
+        return self._post("gateway.chat", "POST /v1/chat/completions", request, caller, judged, **hang_up)
+
+    @property
+    def can_hang_up(self) -> bool:
+        """Whether the target can leave a stream part way (capability ``hang_up`` of ``gateway.chat``)."""
+        return self.target.capabilities("gateway.chat").get("hang_up") is True
 
     def respond(self, request: Mapping[str, Any], *, caller: int = 0, judged: Collection[str] = ()) -> ChatAnswer:
         """The gateway's answer to a Responses request (``gateway.respond``), refusals as :meth:`chat` says."""
@@ -119,14 +133,16 @@ class GatewayUnderTest:
         self.exchanges.append({"read": response_id, "caller": caller, "answer": excerpt(answer)})
         return answer["status"], answer.get("body")
 
-    def _post(self, op: str, what: str, request: Mapping[str, Any], caller: int, judged: Collection[str]) -> ChatAnswer:
+    def _post(
+        self, op: str, what: str, request: Mapping[str, Any], caller: int, judged: Collection[str], **extra: Any
+    ) -> ChatAnswer:
         unknown = set(judged) - {REFUSAL, RATE_LIMIT}
         assert not unknown, f"unknown kinds of answer to judge: {unknown}"
         body = {"model": self.model, **request}
         if self._scoped_body is not None:
             body = self._scoped_body(body, caller)
         with _impatient(self.target) if RATE_LIMIT in judged else contextlib.nullcontext():
-            answer = self.target.call(op, request=body, api_key=self.api_keys[caller % len(self.api_keys)])
+            answer = self.target.call(op, request=body, api_key=self.api_keys[caller % len(self.api_keys)], **extra)
         result = ChatAnswer(answer["status"], answer.get("body"), answer.get("events"), answer.get("longest_silence_s"))
         self.exchanges.append({"request": excerpt(body), "caller": caller, "answer": result.summary()})
         said = result.events if result.streamed else result.body
@@ -152,7 +168,11 @@ class GatewayUnderTest:
 
 
 @contextmanager
-def open_gateway(target: Target, scenario: Mapping[str, Any]) -> Iterator[GatewayUnderTest]:
+def open_gateway(
+    target: Target, scenario: Mapping[str, Any], *, http_faults: bool = False
+) -> Iterator[GatewayUnderTest]:
+    """``http_faults``: a gateway the kit starts dials the fake's hand-written gRPC port, where a scenario can
+    fail a call at the HTTP level (a launched one was wired once: ``gw.ls.http_faults`` says how)."""
     wired = getattr(target, "wired_ls", None)
     if callable(wired):
         handle = wired()
@@ -177,12 +197,14 @@ def open_gateway(target: Target, scenario: Mapping[str, Any]) -> Iterator[Gatewa
         return
     if "gateway.start" not in target.operations():
         raise TargetError(f"{target.description} implements gateway.chat but not gateway.start, which it needs")
-    with FakeLSThread(csrf_token=_CSRF, scenario=parse_scenario(dict(scenario), source="gateway scenario")) as fake:
-        started = target.call("gateway.start", ls_address=fake.address, csrf_token=_CSRF)
+    played = parse_scenario(dict(scenario), source="gateway scenario")
+    with FakeLSThread(csrf_token=_CSRF, scenario=played, grpc_h2_port=0 if http_faults else None) as fake:
+        ls = InProcessLs(fake, _CSRF, http_faults=http_faults)
+        started = target.call("gateway.start", ls_address=ls.address, csrf_token=_CSRF)
         try:
             yield GatewayUnderTest(
                 target,
-                InProcessLs(fake, _CSRF),
+                ls,
                 started["api_keys"],
                 started["model"],
                 cache_writes=started.get("cache_writes"),

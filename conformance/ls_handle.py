@@ -47,17 +47,28 @@ class LsHandle(Protocol):
         """The requests received since the last reset, oldest first, as ``JournalEntry.to_json()``."""
         ...
 
+    @property
+    def http_faults(self) -> bool:
+        """Whether the gateway reaches the fake through its hand-written gRPC port, so a scenario can fail a
+        call at the HTTP level (fakels._grpc_h2_transport); grpcio's port answers such faults as a status."""
+        ...
+
 
 class InProcessLs:
-    """A fake running in this process (the dial wiring)."""
+    """A fake running in this process (the dial wiring). ``http_faults``: the gateway dials its h2 gRPC port."""
 
-    def __init__(self, fake: FakeLSThread, csrf_token: str) -> None:
+    def __init__(self, fake: FakeLSThread, csrf_token: str, *, http_faults: bool = False) -> None:
         self._fake = fake
         self._csrf_token = csrf_token
+        self._http_faults = http_faults
 
     @property
     def address(self) -> str:
-        return self._fake.address
+        return self._fake.h2_address if self._http_faults else self._fake.address
+
+    @property
+    def http_faults(self) -> bool:
+        return self._http_faults
 
     @property
     def csrf_token(self) -> str:
@@ -102,6 +113,10 @@ class StandinLs:
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.ports()['grpc']}"
+
+    @property
+    def http_faults(self) -> bool:
+        return False  # the stand-in serves grpcio's port only
 
     def pid(self) -> int | None:
         """The pid the running stand-in reported; None before it reported one."""

@@ -241,8 +241,18 @@ _GATEWAY_OPERATIONS = (
         summary="Send one OpenAI chat-completions request (the body as given, `stream` included) with "
         "`Authorization: Bearer api_key`; answers the HTTP status and either the JSON body or, for an event "
         "stream, the data of every event in order (`[DONE]` included, heartbeat comments left out) and, "
-        "optionally, the longest time the stream was silent (no line at all, comments included).",
-        params=_object({"request": {"type": "object"}, "api_key": {"type": "string"}}),
+        "optionally, the longest time the stream was silent (no line at all, comments included). With "
+        "hang_up_after (capability hang_up), the client closes a stream's connection once it has read that many "
+        "events, and answers the events it read.",
+        params=_object(
+            {
+                "request": {"type": "object"},
+                "api_key": {"type": "string"},
+                "hang_up_after": {"type": "integer", "minimum": 1},
+            },
+            required=["request", "api_key"],
+        ),
+        capabilities={"hang_up": {"type": "boolean"}},
         result={
             "oneOf": [
                 _object({"status": {"type": "integer"}, "body": {}}),

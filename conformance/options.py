@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 PLACEHOLDERS: dict[str, str] = {
     "ls_address": "dial: the fake LS's HOST:PORT",
+    "ls_h2_address": "dial: the same fake LS's hand-written gRPC port (LS failures at the HTTP level)",
     "csrf_token": "dial: the CSRF token the fake LS checks",
     "ls_binary": "spawn: the stand-in LS binary to spawn",
     "port": "the gateway's HTTP port",

@@ -39,9 +39,43 @@ class LsError(Exception):
 
 @dataclass(frozen=True)
 class RawPayload:
-    """Bytes sent as the response body instead of an encoded message (malformed on purpose)."""
+    """Bytes sent as the response body instead of an encoded message (malformed on purpose), or, with
+    ``fault``, the real answer's bytes and how the transport is to fail in sending them."""
 
     data: bytes
+    fault: TransportFault | None = None
+
+
+@dataclass(frozen=True)
+class TransportFault:
+    """A failure at the HTTP level: an HTTP error status in place of a gRPC answer, or the answer's frame
+    cut mid-message with no trailers. Only fakels' h2 gRPC port sends it as such; the others answer
+    ``code``, the status a gRPC client reads from it."""
+
+    http_status: int | None = None
+    cut_frame: bool = False
+
+    @property
+    def code(self) -> grpc.StatusCode:
+        if self.cut_frame:
+            return grpc.StatusCode.INTERNAL
+        return _HTTP_TO_GRPC.get(self.http_status or 0, grpc.StatusCode.UNKNOWN)
+
+    def describe(self) -> str:
+        return "its gRPC frame cut mid-message" if self.cut_frame else f"HTTP {self.http_status}"
+
+
+# How gRPC clients read an HTTP status that carries no gRPC status (gRPC's http-grpc-status-mapping).
+_HTTP_TO_GRPC = {
+    400: grpc.StatusCode.INTERNAL,
+    401: grpc.StatusCode.UNAUTHENTICATED,
+    403: grpc.StatusCode.PERMISSION_DENIED,
+    404: grpc.StatusCode.UNIMPLEMENTED,
+    429: grpc.StatusCode.UNAVAILABLE,
+    502: grpc.StatusCode.UNAVAILABLE,
+    503: grpc.StatusCode.UNAVAILABLE,
+    504: grpc.StatusCode.UNAVAILABLE,
+}
 
 
 @dataclass

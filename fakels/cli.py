@@ -56,6 +56,12 @@ def _parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="serve the fake LS on loopback until interrupted")
     serve.add_argument("--port", type=_port, default=0, help="gRPC (h2c) port; 0 picks a free one (default)")
     serve.add_argument("--connect-port", type=_port, help="also serve Connect framing on this port (0 = pick)")
+    serve.add_argument(
+        "--h2-port",
+        type=_port,
+        help="also serve gRPC written by hand on this port (0 = pick), where overrides can fail a call at the HTTP "
+        "level (http_status, cut_frame)",
+    )
     serve.add_argument("--control-port", type=_port, help="control endpoint port: journal, scenario, reset (0 = pick)")
     serve.add_argument("--csrf-token", help="require this x-codeium-csrf-token on every call")
     serve.add_argument("--scenario", type=Path, help="scenario file (.json, .yaml, .yml)")
@@ -139,6 +145,7 @@ async def _serve_async(args: argparse.Namespace, scenario: Scenario) -> int:
         port=args.port,
         connect_port=args.connect_port,
         control_port=args.control_port,
+        grpc_h2_port=args.h2_port,
         csrf_token=args.csrf_token,
         scenario=scenario,
         journal_path=args.journal,
@@ -158,6 +165,8 @@ async def _serve_async(args: argparse.Namespace, scenario: Scenario) -> int:
         line += f" connect={LOOPBACK}:{ports.connect}"
     if ports.control is not None:
         line += f" control={LOOPBACK}:{ports.control}"
+    if ports.grpc_h2 is not None:
+        line += f" h2={LOOPBACK}:{ports.grpc_h2}"
     print(line, flush=True)
     await stop.wait()
     await server.stop()

@@ -84,13 +84,16 @@ class Fault:
 @dataclass(frozen=True)
 class ResponseOverride:
     """Replace the ``call``-th answer (0-based, counted within the turn) of ``rpc`` with raw
-    bytes or an error status: a deliberately malformed response."""
+    bytes, an error status, or a failure at the HTTP level (an HTTP error status in place of a gRPC
+    answer, or the answer's frame cut mid-message): a deliberately malformed response."""
 
     rpc: str
     call: int = 0
     payload_hex: str | None = None
     error_code: str | None = None
     error_message: str | None = None
+    http_status: int | None = None
+    cut_frame: bool = False
 
 
 @dataclass(frozen=True)
@@ -267,7 +270,9 @@ def scenario_to_document(scenario: Scenario) -> dict[str, Any]:
                     del native[key]
         for key in [k for k, v in turn.items() if v is None]:
             del turn[key]
-        turn["overrides"] = [{k: v for k, v in o.items() if v is not None} for o in turn["overrides"]]
+        turn["overrides"] = [
+            {k: v for k, v in o.items() if v is not None and v is not False} for o in turn["overrides"]
+        ]
         if "fault" in turn:
             turn["fault"] = {k: v for k, v in turn["fault"].items() if v is not None}
     if doc["cascade_ttl_s"] is None:

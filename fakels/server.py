@@ -15,6 +15,7 @@ from grpc import aio
 
 from fakels._connect_transport import start_connect_server
 from fakels._control import start_control_server
+from fakels._grpc_h2_transport import start_grpc_h2_server
 from fakels._grpc_transport import start_grpc_server
 from fakels.clock import Clock
 from fakels.journal import Journal
@@ -32,13 +33,14 @@ class Ports:
     grpc: int
     connect: int | None
     control: int | None
+    grpc_h2: int | None = None  # hand-written gRPC, which can also fail at the HTTP level (fakels._grpc_h2_transport)
 
 
 class FakeLS:
     """The fake LS bound to loopback ports inside a running event loop.
 
-    ``port=0`` (and ``connect_port=0`` / ``control_port=0``) lets the OS pick; ``None`` for the
-    Connect or control port leaves that listener off.
+    ``port=0`` (and ``connect_port=0`` / ``control_port=0`` / ``grpc_h2_port=0``) lets the OS pick;
+    ``None`` for the Connect, control or h2 gRPC port leaves that listener off.
     """
 
     def __init__(
@@ -47,6 +49,7 @@ class FakeLS:
         port: int = 0,
         connect_port: int | None = None,
         control_port: int | None = None,
+        grpc_h2_port: int | None = None,
         csrf_token: str | None = None,
         scenario: Scenario | None = None,
         journal_path: Path | None = None,
@@ -70,7 +73,7 @@ class FakeLS:
             journal_path, max_entries=retention.journal_max_entries, max_bytes=retention.journal_max_bytes
         )
         self.core = FakeLanguageServer(config, journal, clock)
-        self._wanted = (port, connect_port, control_port)
+        self._wanted = (port, connect_port, control_port, grpc_h2_port)
         self._grpc: aio.Server | None = None
         self._closers: list[Callable[[], Any]] = []
         self.ports: Ports | None = None
@@ -83,15 +86,23 @@ class FakeLS:
     def address(self) -> str:
         return f"{LOOPBACK}:{self._require_ports().grpc}"
 
+    @property
+    def h2_address(self) -> str:
+        """The hand-written gRPC port's "host:port" (the server must have been started with ``grpc_h2_port``)."""
+        h2_port = self._require_ports().grpc_h2
+        if h2_port is None:
+            raise RuntimeError("fakels was started without its h2 gRPC port: pass grpc_h2_port=0")
+        return f"{LOOPBACK}:{h2_port}"
+
     def _require_ports(self) -> Ports:
         if self.ports is None:
             raise RuntimeError("fakels is not started: call start() first")
         return self.ports
 
     async def start(self) -> Ports:
-        port, connect_port, control_port = self._wanted
+        port, connect_port, control_port, grpc_h2_port = self._wanted
         self._grpc, grpc_port = await start_grpc_server(self.core, LOOPBACK, port)
-        bound_connect = bound_control = None
+        bound_connect = bound_control = bound_h2 = None
         if connect_port is not None:
             connect = await start_connect_server(self.core, LOOPBACK, connect_port)
             self._closers.append(connect.close)
@@ -100,7 +111,11 @@ class FakeLS:
             control = await start_control_server(self.core, LOOPBACK, control_port, token=self._control_token)
             self._closers.append(control.close)
             bound_control = control.port
-        self.ports = Ports(grpc=grpc_port, connect=bound_connect, control=bound_control)
+        if grpc_h2_port is not None:
+            h2_server = await start_grpc_h2_server(self.core, LOOPBACK, grpc_h2_port)
+            self._closers.append(h2_server.close)
+            bound_h2 = h2_server.port
+        self.ports = Ports(grpc=grpc_port, connect=bound_connect, control=bound_control, grpc_h2=bound_h2)
         return self.ports
 
     async def stop(self, grace: float | None = 0.5) -> None:
@@ -157,7 +172,8 @@ class FakeLSThread:
 
     def call(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` on the server's event loop and return its result."""
-        assert self._loop is not None
+        if self._loop is None:
+            raise RuntimeError("fakels is not running: use FakeLSThread(...).start() or a with block")
 
         async def run() -> T:
             return fn()
@@ -184,6 +200,10 @@ class FakeLSThread:
     @property
     def address(self) -> str:
         return self._server().address
+
+    @property
+    def h2_address(self) -> str:
+        return self._server().h2_address
 
     @property
     def ports(self) -> Ports:

@@ -19,7 +19,7 @@ import grpc
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from fakels.cascade import DEFAULT_MAX_CASCADES, LanguageServerState, LsError, RawPayload
+from fakels.cascade import DEFAULT_MAX_CASCADES, LanguageServerState, LsError, RawPayload, TransportFault
 from fakels.clock import Clock, SystemClock
 from fakels.decoder import Decoded, RequestDecodeError, decode, message_to_dict
 from fakels.journal import Journal, JournalEntry
@@ -49,6 +49,8 @@ class Reply:
     code: grpc.StatusCode = grpc.StatusCode.OK
     message: str = ""
     payloads: tuple[bytes, ...] = ()
+    # An HTTP-level failure: the h2 gRPC port sends it as such, every other port answers ``code``.
+    transport_fault: TransportFault | None = None
 
     @property
     def ok(self) -> bool:
@@ -128,6 +130,10 @@ class FakeLanguageServer:
             answer = self._answer(rpc, decoded.message)
         except LsError as exc:
             return self._record(base, decoded, Reply(exc.code, exc.message))
+        if isinstance(answer, RawPayload) and answer.fault is not None:
+            fault = answer.fault
+            failed = Reply(fault.code, f"fakels: scripted {fault.describe()}", (answer.data,), fault)
+            return self._record(base, decoded, failed, note=f"{fault.describe()} sent on purpose")
         if isinstance(answer, RawPayload):
             return self._record(
                 base, decoded, Reply(payloads=(answer.data,)), note="malformed response sent on purpose"
@@ -238,7 +244,7 @@ class FakeLanguageServer:
                 state.send(request)
             case ls.GetCascadeTrajectoryStepsRequest():
                 steps = state.steps(request.cascade_id, request.step_offset)
-                return self._override(request.cascade_id, rpc.name) or ls.GetCascadeTrajectoryStepsResponse(steps=steps)
+                return self._override(request.cascade_id, rpc.name, ls.GetCascadeTrajectoryStepsResponse(steps=steps))
             case ls.GetCascadeTrajectoryRequest():
                 cascade, status = state.run_status(request.cascade_id)
                 answer = ls.GetCascadeTrajectoryResponse(
@@ -249,21 +255,24 @@ class FakeLanguageServer:
                     num_total_steps=len(cascade.steps),
                     num_total_generator_metadata=len(cascade.records),
                 )
-                return self._override(request.cascade_id, rpc.name) or answer
+                return self._override(request.cascade_id, rpc.name, answer)
             case ls.GetCascadeTrajectoryGeneratorMetadataRequest():
                 records = state.generator_metadata(request.cascade_id, request.generator_metadata_offset)
                 usage = ls.GetCascadeTrajectoryGeneratorMetadataResponse(generator_metadata=records)
-                return self._override(request.cascade_id, rpc.name) or usage
+                return self._override(request.cascade_id, rpc.name, usage)
             case ls.GetUserStatusRequest():
                 return json_format.ParseDict(dict(state.scenario.user_status), ls.GetUserStatusResponse())
             case chat.RawGetChatMessageRequest():
                 return _legacy_chat_stream(request)
         return rpc.response_type()
 
-    def _override(self, cascade_id: str, rpc_name: str) -> RawPayload | None:
+    def _override(self, cascade_id: str, rpc_name: str, answer: Message) -> Message | RawPayload:
+        """``answer``, unless the turn scripts another for this call of ``rpc_name``."""
         item = self.state.override_for(cascade_id, rpc_name)
         if item is None:
-            return None
+            return answer
+        if item.http_status is not None or item.cut_frame:
+            return RawPayload(answer.SerializeToString(), TransportFault(item.http_status, item.cut_frame))
         if item.error_code is not None:
             raise LsError(grpc.StatusCode[item.error_code], item.error_message or f"fakels: scripted {item.error_code}")
         return RawPayload(bytes.fromhex(item.payload_hex or ""))

@@ -10,6 +10,7 @@ request.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from conformance.errors import FeatureDeclined, InputRefused
@@ -21,11 +22,14 @@ from conformance.models.turn import answers
 from conformance.properties import Case, Evidence, invariant_property, require
 from conformance.refusals import transient_error
 from conformance.strategies.turn import (
+    DISCONNECT,
+    EVENTS_BEFORE_LEAVING,
     RATE_LIMIT_CODE,
     conversation_cases,
     failed_turn_cases,
     failing_after_text,
     failing_turn,
+    fails_at_http_level,
     ls_failure_cases,
     scripted_turn,
     status_cases,
@@ -67,6 +71,10 @@ def _failure_served(case: Case, entries: list[dict[str, Any]]) -> bool:
 
 
 def _how(case: Case) -> str:
+    if "http_status" in case:
+        return f"{case['where']} answered HTTP {case['http_status']} with no gRPC status"
+    if "cut_frame" in case:
+        return f"{case['where']} answered a gRPC frame cut mid-message, with no trailers"
     if "payload_hex" in case:
         return f"{case['where']} answered bytes no parser decodes ({case['payload_hex']})"
     return f"{case['where']} failed with {case['code']} ({case['message']!r})"
@@ -74,12 +82,19 @@ def _how(case: Case) -> str:
 
 @invariant_property("TURN-3", needs=("gateway.chat",), cases=ls_failure_cases, max_examples=20)
 def ls_failures_are_errors(target: Target, case: Case, evidence: Evidence) -> None:
-    """The LS fails a turn (its Send, or the first call of a polling RPC, with a gRPC status or undecodable
-    bytes): the client gets an error, never a 200 without one (unless an internal retry answered in full); an
-    LS rate limit reaches it as a rate limit; the next request is served."""
+    """The LS fails a turn (its Send, or the first call of a polling RPC, with a gRPC status, undecodable bytes,
+    an HTTP error status or a frame cut mid-message): the client gets an error, never a 200 without one (unless
+    an internal retry answered in full); an LS rate limit reaches it as a rate limit; the next request is
+    served."""
     recovered = {"chunks": [{"text": RECOVERED}], "records": [{"input_tokens": 5, "output_tokens": 3}]}
     scenario = {"turns": [failing_turn(case), *[recovered] * 4]}
-    with open_gateway(target, scenario) as gw:
+    at_http_level = fails_at_http_level(case)
+    with open_gateway(target, scenario, http_faults=at_http_level) as gw:
+        if at_http_level and not gw.ls.http_faults:
+            evidence.not_observed(
+                "LS failures at the HTTP level (the gateway dials fakels' grpcio port; launch it with {ls_h2_address})"
+            )
+            return
         request = {"messages": [{"role": "user", "content": gw.tag(case["prompt"])}], "stream": case["stream"]}
         failed = gw.chat(request, judged=(REFUSAL, RATE_LIMIT))
         served = gw.journal()
@@ -167,8 +182,31 @@ def this_turns_text_exactly_once(target: Target, case: Case, evidence: Evidence)
         _judge_turn(case["answers"][after - 1], got, turn)
 
 
+# How long the LS must see no call before a gateway whose client left counts as done with the turn, and the
+# longest the kit waits for that.
+_SETTLE_S = 0.5
+_SETTLE_LIMIT_S = 15.0
+
+
+def _settled(gw: GatewayUnderTest) -> list[dict[str, Any]]:
+    """The journal once the gateway has stopped calling the LS (a client left: the gateway may poll on, and
+    keep the turn, a little after)."""
+    entries = gw.journal()
+    deadline = time.monotonic() + _SETTLE_LIMIT_S
+    while time.monotonic() < deadline:
+        time.sleep(_SETTLE_S)
+        later = gw.journal()
+        if len(later) == len(entries):
+            break
+        entries = later
+    return entries
+
+
 def _failed(case: Case, entries: list[dict[str, Any]]) -> bool:
-    """Whether the scripted failure happened: the error step was revealed with the turn, or a steps call failed."""
+    """Whether the scripted failure happened: the error step was revealed with the turn, or a steps call failed
+    (a client that left was checked when it left)."""
+    if case["failure"] == DISCONNECT:
+        return True
     if case["failure"] == "error step":
         return any(e.get("method") == SEND and e.get("status") == "OK" for e in entries)
     return any(e.get("method") == "GetCascadeTrajectorySteps" and e.get("status") != "OK" for e in entries)
@@ -176,16 +214,30 @@ def _failed(case: Case, entries: list[dict[str, Any]]) -> bool:
 
 @invariant_property("TURN-2", needs=("gateway.chat",), cases=failed_turn_cases, max_examples=15)
 def a_failed_turn_leaves_nothing_behind(target: Target, case: Case, evidence: Evidence) -> None:
-    """A turn fails after some of its text (an error step, or a steps call failing mid-answer): the conversation's
-    next turn goes to a fresh cascade that carries the whole history (the failed turn was not committed to be
-    resumed), and the failed request, sent again, reaches the LS (its partial answer was not cached). The same
-    failure on a Responses turn asked to be stored is never reported, nor read back, as completed."""
+    """A turn fails after some of its text (an error step, a steps call failing mid-answer, or its client leaving
+    the stream while the LS runs on): the conversation's next turn goes to a fresh cascade that carries the whole
+    history (the failed turn was not committed to be resumed), and the failed request, sent again, reaches the LS
+    (its partial answer was not cached). The same failure on a Responses turn asked to be stored is never
+    reported, nor read back, as completed."""
     answered = {"chunks": [{"text": RECOVERED}], "records": [{"input_tokens": 5, "output_tokens": 3}]}
     scenario = {"turns": [failing_after_text(case), *[answered] * 4]}
+    leaves = case["failure"] == DISCONNECT
     with open_gateway(target, scenario) as gw:
+        require(not leaves or gw.can_hang_up, "the target cannot leave a stream part way (gateway.chat's hang_up)")
         first = {"role": "user", "content": gw.tag(case["question"])}
-        failed = gw.chat({"messages": [first], "stream": case["stream"]}, judged=(REFUSAL, RATE_LIMIT))
-        served = gw.journal()
+        request = {"messages": [first], "stream": case["stream"]}
+        if leaves:
+            failed = gw.chat(request, hang_up_after=EVENTS_BEFORE_LEAVING)
+            require(not StreamView(failed.events or []).done, "the turn ended before the client left")
+            served = _settled(gw)
+        else:
+            failed = gw.chat(request, judged=(REFUSAL, RATE_LIMIT))
+            served = gw.journal()
+            # A failure served as a success is TURN-3's to judge; what such a gateway then keeps follows from it.
+            require(
+                _error_of(failed) is not None or not _failed(case, served),
+                "the gateway served the failed turn as a success (TURN-3 judges that)",
+            )
         # The client goes on from what it saw: the streamed text, or (answered an error) the text before the failure.
         seen = _content(failed) if failed.events is not None else "".join(case["pieces"])
         following = [first, {"role": "assistant", "content": seen}, {"role": "user", "content": case["next_question"]}]
@@ -193,10 +245,10 @@ def a_failed_turn_leaves_nothing_behind(target: Target, case: Case, evidence: Ev
         after_next = gw.journal()
         gw.chat({"messages": [first], "stream": case["stream"]})
         after_repeat = gw.journal()
-        if "gateway.respond" in target.operations():
-            _judge_failed_response(gw, case, evidence)
-        else:
+        if "gateway.respond" not in target.operations():
             evidence.not_observed("Responses turns (the target has no gateway.respond)")
+        elif not leaves:
+            _judge_failed_response(gw, case, evidence)
     evidence.add("exchanges", gw.exchanges)
     require(_failed(case, served), f"the scripted failure ({case['failure']}) never happened: the turn ended first")
     failing = sends(served)

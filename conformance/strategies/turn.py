@@ -21,12 +21,20 @@ UNDECODABLE = ("0a05", "0a0501ff", "08ffffffffffffffffffff01", "0e01", "0f", "1a
 # gRPC status codes a failing LS answers with; RESOURCE_EXHAUSTED is its rate limit.
 ERROR_CODES = ("UNAVAILABLE", "INTERNAL", "UNKNOWN", "DEADLINE_EXCEEDED", "PERMISSION_DENIED", "DATA_LOSS")
 RATE_LIMIT_CODE = "RESOURCE_EXHAUSTED"
+# HTTP statuses a proxy in front of the LS answers with, in place of a gRPC answer.
+HTTP_ERRORS = (500, 502, 503, 504)
+
+
+def fails_at_http_level(case: Case) -> bool:
+    """Whether the case's failure needs the fake's hand-written gRPC port (an HTTP status, a cut frame)."""
+    return "http_status" in case or "cut_frame" in case
 
 
 @st.composite
 def ls_failure_cases(draw: st.DrawFn, target: Target) -> Case:
     """Where the LS fails (the Send, or the first call of a polling RPC), how (a gRPC status with a message,
-    often non-ASCII or with ``%``; or bytes that do not decode), and whether the client streams."""
+    often non-ASCII or with ``%``; bytes that do not decode; an HTTP error status in place of a gRPC answer;
+    or the answer's frame cut mid-message), and whether the client streams."""
     where = draw(st.sampled_from(["send", *POLLED_RPCS]))
     case: Case = {
         "where": where,
@@ -34,10 +42,15 @@ def ls_failure_cases(draw: st.DrawFn, target: Target) -> Case:
         "prompt": draw(unicode_text(min_size=1, max_size=30)),
         "answer": draw(unicode_text(min_size=1, max_size=40)),
     }
+    how = draw(st.sampled_from(("status", "undecodable", "http", "status", "undecodable", "cut frame")))
     if where == "send":
         case.update(code="INTERNAL", message=draw(unicode_text(min_size=1, max_size=40)))
-    elif draw(st.booleans()):
+    elif how == "undecodable":
         case.update(payload_hex=draw(st.sampled_from(UNDECODABLE)))
+    elif how == "http":
+        case.update(http_status=draw(st.sampled_from(HTTP_ERRORS)))
+    elif how == "cut frame":
+        case.update(cut_frame=True)
     else:
         code = draw(st.sampled_from([*ERROR_CODES, RATE_LIMIT_CODE, RATE_LIMIT_CODE]))
         message = draw(st.one_of(unicode_text(min_size=1, max_size=40), st.just("quota 100% used; retry in 1s")))
@@ -54,6 +67,10 @@ def failing_turn(case: Case) -> dict[str, Any]:
     override: dict[str, Any] = {"rpc": case["where"], "call": 0}
     if "payload_hex" in case:
         override["payload_hex"] = case["payload_hex"]
+    elif "http_status" in case:
+        override["http_status"] = case["http_status"]
+    elif "cut_frame" in case:
+        override["cut_frame"] = True
     else:
         override.update(error_code=case["code"], error_message=case["message"])
     turn["overrides"] = [override]
@@ -113,17 +130,26 @@ def scripted_turn(answer: Case) -> dict[str, Any]:
 
 @st.composite
 def failed_turn_cases(draw: st.DrawFn, target: Target) -> Case:
-    """A turn that fails after some of its text (an error step after the text, or a polling call that fails
-    once text was polled), streamed or not, then the conversation's next question."""
+    """A turn that fails after some of its text (an error step after the text, a polling call that fails once
+    text was polled, or a client that leaves the stream part way), streamed or not, then the conversation's
+    next question."""
     pieces = draw(st.lists(unicode_text(min_size=1, max_size=30), min_size=1, max_size=4))
+    failure = draw(st.sampled_from(FAILURES))
     return {
         "question": draw(unicode_text(min_size=1, max_size=30)),
         "next_question": draw(unicode_text(min_size=1, max_size=30)),
         "pieces": pieces,
-        "failure": draw(st.sampled_from(["error step", "polling fails"])),
+        "failure": failure,
         "code": draw(st.sampled_from(ERROR_CODES)),
-        "stream": draw(st.booleans()),
+        "stream": failure == DISCONNECT or draw(st.booleans()),
     }
+
+
+# How TURN-2's turn fails; a client can only leave a stream.
+DISCONNECT = "client disconnect"
+FAILURES = ("error step", "polling fails", DISCONNECT)
+# How many events a leaving client reads first: the role, then the first text.
+EVENTS_BEFORE_LEAVING = 2
 
 
 def failing_after_text(case: Case) -> dict[str, Any]:
@@ -132,6 +158,9 @@ def failing_after_text(case: Case) -> dict[str, Any]:
     turn: dict[str, Any] = {"chunks": chunks, "records": [{"input_tokens": 7, "output_tokens": 3}]}
     if case["failure"] == "error step":
         chunks.append({"error": "cascade failed: the model stopped"})
+    elif case["failure"] == DISCONNECT:
+        # The turn runs on after the client left: a gateway that does not notice would still finish and keep it.
+        chunks.append({"text": " and the rest, once the client is gone", "delay_s": 0.3})
     else:
         # The first text frame is revealed by the first polls; a later steps call fails mid-answer.
         chunks.append({"text": " and more", "delay_s": 0.05})

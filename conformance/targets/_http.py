@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import itertools
 import json
 import sys
 import time
@@ -86,6 +87,7 @@ class HttpTarget(DeclaredOperations):
             self._ops |= {"engine.build_send_request", "store.open", "store.put", "store.get", "store.delete"}
             limits = options.store_limits or DEFAULT_STORE_LIMITS
             self._caps["store.open"] = {"fixed_limits": dict(limits), "shapes": ["responses"]}
+        self._caps["gateway.chat"] = {"hang_up": True}
         self._clients: dict[str, openai.OpenAI] = {}
         self._scope = options.caller_scope
         self._callers = self._scope.callers(options.api_keys)
@@ -226,7 +228,7 @@ class HttpTarget(DeclaredOperations):
 
     def _call(self, op: str, params: dict[str, Any]) -> dict[str, Any]:
         if op == "gateway.chat":
-            result = self._chat(params["request"], params["api_key"])
+            result = self._chat(params["request"], params["api_key"], params.get("hang_up_after"))
         elif op == "gateway.respond":
             result = self._responses.respond(params["request"], params["api_key"])
         elif op == "gateway.retrieve":
@@ -246,18 +248,25 @@ class HttpTarget(DeclaredOperations):
 
     # ------------------------------------------------------------------ gateway.chat
 
-    def _chat(self, request: dict[str, Any], api_key: str) -> dict[str, Any]:
-        """One chat request; a rate limit is waited out (:meth:`_waiting`), the last answer returned."""
+    def _chat(self, request: dict[str, Any], api_key: str, hang_up_after: int | None = None) -> dict[str, Any]:
+        """One chat request; a rate limit is waited out (:meth:`_waiting`), the last answer returned. With
+        ``hang_up_after``, a stream's connection is closed once that many events were read."""
         return self._waiting(
-            lambda: self._chat_once(request, api_key),
+            lambda: self._chat_once(request, api_key, hang_up_after),
             lambda answer: (answer[0]["status"], answer[1], answer[0].get("body", answer[0].get("events"))),
             "the gateway",
         )[0]
 
-    def _chat_once(self, request: dict[str, Any], api_key: str) -> tuple[dict[str, Any], Mapping[str, str]]:
-        return once_more_if_stale(lambda: self._chat_attempt(request, api_key), self._failed, f"POST {_CHAT_PATH}")
+    def _chat_once(
+        self, request: dict[str, Any], api_key: str, hang_up_after: int | None
+    ) -> tuple[dict[str, Any], Mapping[str, str]]:
+        return once_more_if_stale(
+            lambda: self._chat_attempt(request, api_key, hang_up_after), self._failed, f"POST {_CHAT_PATH}"
+        )
 
-    def _chat_attempt(self, request: dict[str, Any], api_key: str) -> tuple[dict[str, Any], Mapping[str, str]]:
+    def _chat_attempt(
+        self, request: dict[str, Any], api_key: str, hang_up_after: int | None
+    ) -> tuple[dict[str, Any], Mapping[str, str]]:
         import openai
 
         client = self._client(api_key)
@@ -275,7 +284,8 @@ class HttpTarget(DeclaredOperations):
                 if not answer.headers.get("content-type", "").lower().startswith("text/event-stream"):
                     return {"status": answer.status_code, "body": body_of(answer.read())}, answer.headers
                 silences: list[float] = []
-                events = list(sse_events(self._lines(sse_lines(answer.iter_text()), started, silences)))
+                read = sse_events(self._lines(sse_lines(answer.iter_text()), started, silences))
+                events = list(itertools.islice(read, hang_up_after)) if hang_up_after else list(read)
                 timed = {"longest_silence_s": round(max(silences), 3)} if silences else {}
                 return {"status": answer.status_code, "events": events, **timed}, answer.headers
         except openai.APIStatusError as exc:

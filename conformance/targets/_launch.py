@@ -42,7 +42,7 @@ Wiring = Literal["dial", "spawn", "none"]
 WIRINGS: tuple[Wiring, ...] = ("dial", "spawn", "none")
 KIT_CSRF_TOKEN = "cascade-conformance-kit-csrf-token"
 _FITS: dict[Wiring, frozenset[str]] = {
-    "dial": frozenset({"ls_address", "csrf_token", "port"}),
+    "dial": frozenset({"ls_address", "ls_h2_address", "csrf_token", "port"}),
     "spawn": frozenset({"ls_binary", "port"}),
     "none": frozenset({"port"}),
 }
@@ -103,11 +103,11 @@ class LaunchSpec:
             fitting = ", ".join(f"{{{n}}}" for n in sorted(_FITS[self.wiring]))
             raise TargetSpecError(
                 f"--launch: {', '.join(f'{{{n}}}' for n in misfit)} does not fit --ls-wiring {self.wiring} "
-                f"(with {self.wiring} the placeholders are {fitting}; {{ls_address}} and {{csrf_token}} are for "
-                "dial, {ls_binary} for spawn)"
+                f"(with {self.wiring} the placeholders are {fitting}; {{ls_address}}, {{ls_h2_address}} and "
+                "{csrf_token} are for dial, {ls_binary} for spawn)"
             )
         needed = {"dial": "ls_address", "spawn": "ls_binary"}.get(self.wiring)
-        if needed is not None and needed not in used:
+        if needed is not None and not ({needed, "ls_h2_address"} if self.wiring == "dial" else {needed}) & used:
             raise TargetSpecError(
                 f"--ls-wiring {self.wiring}: the launch command and its --launch-env values never use {{{needed}}}, "
                 f"so the gateway cannot find the kit's LS (use --ls-wiring none for HTTP-only checks)"
@@ -117,6 +117,10 @@ class LaunchSpec:
                 "the target URL says port 0 (the kit picks one) but the launch command and its --launch-env "
                 "values never use {port}: pass it to the gateway, or give the port it listens on in the URL"
             )
+
+    def placeholders(self) -> set[str]:
+        """The placeholders the command and its environment use."""
+        return self._used()
 
     def _used(self) -> set[str]:
         texts = [self.command, *self.env.values()]
@@ -194,9 +198,14 @@ class LaunchedGateway:
     def _wire_ls(self) -> dict[str, str]:
         values = {"port": str(self.port)}
         if self.spec.wiring == "dial":
-            self._fake = FakeLSThread(csrf_token=self.spec.csrf_token).start()
-            self.ls = InProcessLs(self._fake, self.spec.csrf_token)
+            # {ls_h2_address}: the gateway dials the fake's hand-written gRPC port, where a call can fail at the
+            # HTTP level too.
+            h2 = "ls_h2_address" in self.spec.placeholders()
+            self._fake = FakeLSThread(csrf_token=self.spec.csrf_token, grpc_h2_port=0 if h2 else None).start()
+            self.ls = InProcessLs(self._fake, self.spec.csrf_token, http_faults=h2)
             values |= {"ls_address": self._fake.address, "csrf_token": self.spec.csrf_token}
+            if h2:
+                values["ls_h2_address"] = self._fake.h2_address
         elif self.spec.wiring == "spawn":
             control_port = free_port()
             binary = write_standin(Path(self._dir.name) / "ls" / "language_server_linux_x64", control_port=control_port)

@@ -34,7 +34,8 @@ options:
 HTTP_TARGET_OPTIONS = """\
 http:// targets (docs/adapters.md, 'Black-box HTTP targets'):
   --launch COMMAND      start the gateway with this command (split like a shell would) and stop it at the end;
-                        placeholders: {ls_address} dial: the fake LS's HOST:PORT, {csrf_token} dial: the CSRF token
+                        placeholders: {ls_address} dial: the fake LS's HOST:PORT, {ls_h2_address} dial: the same fake
+                        LS's hand-written gRPC port (LS failures at the HTTP level), {csrf_token} dial: the CSRF token
                         the fake LS checks, {ls_binary} spawn: the stand-in LS binary to spawn, {port} the gateway's
                         HTTP port
   --launch-cwd DIR      the launched gateway's working folder

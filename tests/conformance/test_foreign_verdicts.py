@@ -22,10 +22,11 @@ import pytest
 from conformance.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
-# Its own settings beside the kit's placeholders: none of them is a limit the kit's examples set.
+# Its own settings beside the kit's placeholders: none of them is a limit the kit's examples set. It dials the
+# fake's hand-written gRPC port, so TURN-3 can fail its LS calls at the HTTP level too.
 _ENV = (
     "FGW_PORT={port}",
-    "FGW_LS_ADDRESS={ls_address}",
+    "FGW_LS_ADDRESS={ls_h2_address}",
     "FGW_CSRF_TOKEN={csrf_token}",
     "FGW_API_KEYS=fk-1,fk-2",
     "FGW_SKIP_DOTENV=1",
@@ -247,7 +248,9 @@ SCOPED = {
     "OFF,SO,ACC": FULL["OFF,SO,ACC"],
     "STORE": FULL["STORE"],
     "REQ": FULL["REQ"],
-    "TURN": FULL["TURN"] | {"TURN-5": NC},  # launched with its default wait limit (600 s), declared to no one
+    # Launched with its default wait limit (600 s), declared to no one; wired to fakels' grpcio port, where no LS
+    # failure at the HTTP level can be scripted (TURN-3 partial).
+    "TURN": FULL["TURN"] | {"TURN-3": PARTIAL, "TURN-5": NC},
 }
 
 

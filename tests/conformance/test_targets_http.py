@@ -84,7 +84,7 @@ def test_an_external_gateway_is_described_by_its_url_and_has_no_wired_ls(
     assert first["user"] != other["user"], (first, other)
     assert first["user"].startswith("conformance-"), first
     assert target.operations() == frozenset({*ALWAYS_OFFERED, "gateway.ledger"})
-    assert target.capabilities("gateway.chat") == {}
+    assert target.capabilities("gateway.chat") == {"hang_up": True}
 
 
 def test_without_a_ledger_path_only_chat_is_offered(echo: tuple[str, Log]) -> None:
@@ -312,6 +312,14 @@ def test_chat_stream_answers_the_events_in_order_without_comments(target: HttpTa
     answer = target.call("gateway.chat", request=REQUEST | {"stream": True}, api_key="k1")
     event_2 = json.dumps(echo_gateway.EVENT_2).replace(', "choices"', ',\n"choices"', 1)
     assert untimed(answer) == {"status": 200, "events": [json.dumps(echo_gateway.EVENT_1), event_2, "[DONE]"]}
+
+
+@pytest.mark.parametrize("after", [1, 2, 3])
+def test_a_client_that_hangs_up_answers_the_events_it_read(target: HttpTarget, after: int) -> None:
+    assert target.capabilities("gateway.chat") == {"hang_up": True}
+    whole = untimed(target.call("gateway.chat", request=REQUEST | {"stream": True}, api_key="k1"))
+    left = untimed(target.call("gateway.chat", request=REQUEST | {"stream": True}, api_key="k1", hang_up_after=after))
+    assert left == {"status": 200, "events": whole["events"][:after]}
 
 
 def test_the_event_stream_media_type_is_matched_case_insensitively(target: HttpTarget) -> None:

@@ -28,10 +28,12 @@ from conformance.targets._launch import (
 from tests.conformance import targets_support
 
 KNOWN = (
-    "{ls_address} (dial: the fake LS's HOST:PORT), {csrf_token} (dial: the CSRF token the fake LS checks), "
+    "{ls_address} (dial: the fake LS's HOST:PORT), "
+    "{ls_h2_address} (dial: the same fake LS's hand-written gRPC port (LS failures at the HTTP level)), "
+    "{csrf_token} (dial: the CSRF token the fake LS checks), "
     "{ls_binary} (spawn: the stand-in LS binary to spawn), {port} (the gateway's HTTP port)"
 )
-FOR_DIAL = "{ls_address} and {csrf_token} are for dial, {ls_binary} for spawn)"
+FOR_DIAL = "{ls_address}, {ls_h2_address} and {csrf_token} are for dial, {ls_binary} for spawn)"
 NEVER = "the launch command and its --launch-env values never use"
 
 # The shared fixtures: one echo gateway per module, launched groups reaped after each test.
@@ -67,7 +69,7 @@ reaped = targets_support.reaped
         (
             LaunchSpec("gw {ls_binary} {ls_address}"),
             "--launch: {ls_binary} does not fit --ls-wiring dial (with dial the placeholders are {csrf_token}, "
-            f"{{ls_address}}, {{port}}; {FOR_DIAL}",
+            f"{{ls_address}}, {{ls_h2_address}}, {{port}}; {FOR_DIAL}",
         ),
         (
             LaunchSpec("gw {ls_address}", wiring="spawn"),

@@ -292,6 +292,10 @@ def _override_call(value: Any) -> dict[str, Any]:
     return {"turns": [{"overrides": [{"rpc": "GetCascadeTrajectory", "call": value, "payload_hex": ""}]}]}
 
 
+def _override_http_status(value: Any) -> dict[str, Any]:
+    return {"turns": [{"overrides": [{"rpc": "GetCascadeTrajectorySteps", "http_status": value}]}]}
+
+
 # Every numeric bound in scenario.schema.json: (schema place, keyword, bound, document with a value there).
 BOUNDS: list[tuple[str, str, int, Callable[[Any], dict[str, Any]]]] = [
     ("cascade_ttl_s", "exclusiveMinimum", 0, lambda v: {"cascade_ttl_s": v}),
@@ -311,6 +315,8 @@ BOUNDS: list[tuple[str, str, int, Callable[[Any], dict[str, Any]]]] = [
     ("chunk.delay_s", "maximum", 3600, _chunk("delay_s")),
     ("override.call", "minimum", 0, _override_call),
     ("override.call", "maximum", 2**31 - 1, _override_call),
+    ("override.http_status", "minimum", 400, _override_http_status),
+    ("override.http_status", "maximum", 599, _override_http_status),
     ("turn.min_running_polls", "minimum", 0, lambda v: {"turns": [{"min_running_polls": v}]}),
     ("turn.min_running_polls", "maximum", 10_000, lambda v: {"turns": [{"min_running_polls": v}]}),
 ]

@@ -119,3 +119,19 @@ def test_port_in_use_is_a_clear_error() -> None:
     assert done.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_serve_with_an_h2_port_plays_a_turn_there_too() -> None:
+    args = [*FAKELS, "serve", "--port", "0", "--h2-port", "0", "--csrf-token", "t0k"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        banner = proc.stdout.readline()
+        assert " h2=127.0.0.1:" in banner, banner
+        address = banner.split("h2=", 1)[1].split()[0]
+        wait_for_grpc(address)
+        assert play_turn(address, "t0k", "hello").text
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err

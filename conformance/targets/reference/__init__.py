@@ -35,6 +35,8 @@ class ReferenceTarget(EngineOperations, GatewayOperations, StoreOperations, Sess
             return {"methods": sorted(RPCS)}
         if op == "session.commit":
             return {"fail_log_write": True}
+        if op == "gateway.chat":
+            return {"hang_up": True}
         optional = OPERATIONS[op].optional
         return {"observes": list(optional)} if optional else {}
 

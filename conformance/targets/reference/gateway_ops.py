@@ -58,8 +58,9 @@ class GatewayOperations:
             "heartbeat_s": _HEARTBEAT_S,
         }
 
-    def gateway_chat(self, request: dict[str, Any], api_key: str) -> dict[str, Any]:
-        return self._http().call("gateway.chat", request=request, api_key=api_key)
+    def gateway_chat(self, request: dict[str, Any], api_key: str, hang_up_after: int | None = None) -> dict[str, Any]:
+        hang_up = {"hang_up_after": hang_up_after} if hang_up_after is not None else {}
+        return self._http().call("gateway.chat", request=request, api_key=api_key, **hang_up)
 
     def gateway_respond(self, request: dict[str, Any], api_key: str) -> dict[str, Any]:
         return self._http().call("gateway.respond", request=request, api_key=api_key)

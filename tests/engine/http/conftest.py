@@ -26,7 +26,7 @@ MODEL = "claude-sonnet-4-6"
 
 @pytest.fixture
 def fake() -> Iterator[FakeLSThread]:
-    with FakeLSThread(csrf_token=CSRF) as server:
+    with FakeLSThread(csrf_token=CSRF, grpc_h2_port=0) as server:
         yield server
 
 
@@ -38,11 +38,13 @@ def serve(
     session_log: str | None = None,
     native_mode: bool = False,
     max_wait_s: float = PollSettings().max_wait_s,
+    over_h2: bool = False,
     **settings: Any,
 ) -> ServedGateway:
+    """The engine against ``fake``; ``over_h2``: through the fake's hand-written gRPC port (HTTP-level faults)."""
     http = HttpSettings(api_keys={KEY_A: "caller-a", KEY_B: "caller-b"}, **settings)
     config = GatewayConfig(
-        ls_address=fake.address,
+        ls_address=fake.h2_address if over_h2 else fake.address,
         csrf_token=CSRF,
         http=http,
         poll=PollSettings(poll_interval_s=0.002, max_wait_s=max_wait_s),

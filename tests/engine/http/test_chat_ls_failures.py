@@ -11,7 +11,7 @@ import pytest
 
 from engine.http.gateway import ServedGateway
 from fakels.server import FakeLSThread
-from tests.engine.http.conftest import KEY_A, MODEL, play
+from tests.engine.http.conftest import KEY_A, MODEL, play, serve
 
 AFTER = {"chunks": [{"text": "after"}], "records": [{"input_tokens": 2, "output_tokens": 1}]}
 
@@ -73,6 +73,30 @@ def test_an_ls_failure_is_an_error_and_the_next_request_is_served(
     following = _post(served, False, "next")
     assert following.status_code == 200
     assert following.json()["choices"][0]["message"]["content"] == "after"
+
+
+@pytest.mark.invariant("TURN-3")
+@pytest.mark.parametrize(
+    "failure",
+    [{"http_status": 503}, {"http_status": 500}, {"cut_frame": True}],
+    ids=["http-503", "http-500", "cut-frame"],
+)
+@pytest.mark.parametrize("rpc", ["GetCascadeTrajectorySteps", "GetCascadeTrajectory"])
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_http_level_ls_failure_is_an_error(
+    fake: FakeLSThread, failure: dict[str, Any], rpc: str, stream: bool
+) -> None:
+    served = serve(fake, over_h2=True)
+    try:
+        play(fake, _turn(overrides=[{"rpc": rpc, "call": 0, **failure}]), AFTER)
+        response = _post(served, stream)
+        if stream:
+            assert _stream_error(response)["code"] == "upstream_error"
+        else:
+            assert response.status_code == 502, response.text
+        assert _post(served, False, "next").json()["choices"][0]["message"]["content"] == "after"
+    finally:
+        served.stop()
 
 
 @pytest.mark.invariant("TURN-3")

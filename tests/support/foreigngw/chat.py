@@ -165,7 +165,7 @@ def _stream(settings: Settings, runner: Runner, request: TurnRequest, chunks: _C
     held: list[tuple[str, str]] = []
     on_growth = windows.found if live else (_holder(held) if not request.tools and not request.stop else None)
     try:
-        answer = runner.run(request, on_growth)
+        answer = runner.run(request, on_growth, chunks.reply.connected)
     except GatewayError as exc:
         if exc.code == NOT_CONFORMING or chunks.opened:
             if not chunks.opened:

@@ -54,13 +54,16 @@ def not_implemented() -> GatewayError:
 
 class Reply(Protocol):
     """How a route answers: one JSON document, or an event stream (``start_events`` once, then
-    ``event`` per ``data:`` line; the stream ends when the route returns)."""
+    ``event`` per ``data:`` line; the stream ends when the route returns). ``connected``: whether the
+    client is still there."""
 
     def json(self, status: int, document: Any, headers: Mapping[str, str] | None = None) -> None: ...
 
     def start_events(self) -> None: ...
 
     def event(self, data: str) -> None: ...
+
+    def connected(self) -> bool: ...
 
 
 def dumps(document: Any) -> str:

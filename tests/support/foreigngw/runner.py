@@ -13,7 +13,7 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -106,9 +106,12 @@ class Runner:
 
     # ------------------------------------------------------------------ one turn
 
-    def run(self, request: TurnRequest, on_growth: OnGrowth | None = None) -> Answer:
+    def run(
+        self, request: TurnRequest, on_growth: OnGrowth | None = None, still_wanted: Callable[[], bool] | None = None
+    ) -> Answer:
         """Play the request's turn (or replay it from the cache). ``on_growth`` gets what each poll
-        found (only pass it when the text is delivered as is: no tools, no schema)."""
+        found (only pass it when the text is delivered as is: no tools, no schema). A turn whose client
+        left (``still_wanted`` says no once it is played) is neither cached nor resumed."""
         full = self._settings.full and request.caller is not None
         cache_key = self._cache_key(request) if full else None
         if cache_key is not None:
@@ -147,7 +150,8 @@ class Runner:
                 log(f"structured output not conforming: {reason}")
                 raise not_conforming(reason)
         # A cut turn is neither cached nor resumed (the chat defect wait-limit-as-stop takes it for a stop).
-        if full and (not answer.cut or self._settings.defect("wait-limit-as-stop")):
+        kept = not answer.cut or self._settings.defect("wait-limit-as-stop")
+        if full and kept and (still_wanted is None or still_wanted()):
             self._commit(
                 request, answer, _Pooled(cascade_id, polled.step_offset, generator_offset + records), cache_key
             )

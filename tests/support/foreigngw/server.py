@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Callable, Mapping
@@ -81,6 +83,14 @@ class Handler(BaseHTTPRequestHandler):
     def event(self, data: str) -> None:
         self.wfile.write(f"data: {data}\n\n".encode())
         self.wfile.flush()
+
+    def connected(self) -> bool:
+        # The request was read whole: anything readable now is the client closing (end of file).
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return not readable or self.connection.recv(1, socket.MSG_PEEK) != b""
+        except OSError:
+            return False
 
     # ------------------------------------------------------------------ routing
 
