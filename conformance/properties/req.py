@@ -17,7 +17,7 @@ from typing import Any
 from conformance.errors import FeatureDeclined, InputRefused, excerpt
 from conformance.example_tags import tagged, untagged
 from conformance.gateway import REFUSAL, ChatAnswer, GatewayUnderTest, open_gateway
-from conformance.models.journal import send_text, sends, unescaped
+from conformance.models.journal import cascade_of, send_text, sends, unescaped
 from conformance.models.req import OBJECT_RENDERED, history_pieces, responses_input, text_before_stop
 from conformance.models.stream import StreamView
 from conformance.properties import Case, Evidence, invariant_property
@@ -65,6 +65,12 @@ def _probe_request(gw: GatewayUnderTest, probe: Case, prompt: str, stream: bool)
     return request, f"a conversation with nothing to answer ({probe['ending']})"
 
 
+def _resumed(entries: list[dict[str, Any]], before: int) -> bool:
+    """Whether the Send after the first ``before`` went to the cascade of the one before it."""
+    sent = sends(entries)
+    return len(sent) > before >= 1 and cascade_of(sent[before]) == cascade_of(sent[before - 1])
+
+
 def _judge_stop(answer: ChatAnswer, case: Case, upstream: int, evidence: Evidence) -> None:
     asked = f"stop={case['stop']!r}"
     if _refused(answer):
@@ -88,17 +94,35 @@ def parameters_honoured_or_refused(target: Target, case: Case, evidence: Evidenc
     ``n`` > 1, log probabilities, a seed, a penalty, a logit bias, an unknown model and a conversation with
     nothing to answer each get a 4xx before any Send. Either may be refused; neither may be a 200 that ignored
     it."""
-    scenario = {"turns": [{"chunks": [{"text": piece} for piece in case["pieces"]], "records": [_USAGE]}]}
+    answered = {"chunks": [{"text": "and on"}], "records": [_USAGE]}
+    scenario = {"turns": [{"chunks": [{"text": piece} for piece in case["pieces"]], "records": [_USAGE]}, answered]}
     with open_gateway(target, scenario) as gw:
         request = {"messages": [{"role": "user", "content": gw.tag(case["prompt"])}], "stream": case["stream"]}
         answer = gw.chat({**request, "stop": case["stop"]}, judged=(REFUSAL,))
         upstream = len(sends(gw.journal()))
+        cut = _answer_of(answer)[0] if answer.status == 200 else None
+        if cut is not None and cut != "".join(case["pieces"]):
+            # The conversation now holds the answer as cut; the cascade holds more of it.
+            following = [
+                *request["messages"],
+                {"role": "assistant", "content": cut},
+                {"role": "user", "content": "go on"},
+            ]
+            gw.chat({"messages": following, "stream": False})
+            resumed = _resumed(gw.journal(), upstream)
+            upstream = len(sends(gw.journal()))
+        else:
+            resumed = None
         outcomes = []
         for probe in case["probes"]:
             probe_request, asked = _probe_request(gw, probe, case["prompt"], case["probes_stream"])
             outcomes.append((asked, gw.chat(probe_request, judged=(REFUSAL,)), len(sends(gw.journal()))))
     evidence.add("exchanges", gw.exchanges)
     _judge_stop(answer, case, upstream, evidence)
+    assert not resumed, (
+        f"the answer cut at stop={case['stop']!r} was resumed: the next turn went to the cascade that holds the "
+        "text past the stop sequence, which the client never saw"
+    )
     for asked, probed, sent in outcomes:
         assert _refused(probed), f"the gateway answered {probed.status} to {asked}, " + (
             "ignoring it (a 4xx was due)" if probed.status == 200 else "where a request it cannot serve gets a 4xx"

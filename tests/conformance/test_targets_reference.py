@@ -47,13 +47,14 @@ def decoded_send(request_b64: str) -> dict[str, Any]:
 # ---------------------------------------------------------------------- capabilities, ls.*
 
 
-def test_capabilities_name_the_decoders_methods_the_log_fault_and_every_optional_field(
+def test_capabilities_name_the_decoders_methods_the_log_fault_the_hang_up_and_every_optional_field(
     reference: ReferenceTarget,
 ) -> None:
     assert reference.capabilities("ls.decode_request") == {"methods": sorted(RPCS)}
     assert reference.capabilities("session.commit") == {"fail_log_write": True}
+    assert reference.capabilities("gateway.chat") == {"hang_up": True}
     for name, op in OPERATIONS.items():
-        if name not in {"ls.decode_request", "session.commit"}:
+        if name not in {"ls.decode_request", "session.commit", "gateway.chat"}:
             expected = {"observes": list(op.optional)} if op.optional else {}
             assert reference.capabilities(name) == expected, name
 
