@@ -80,29 +80,43 @@ def _how(case: Case) -> str:
     return f"{case['where']} failed with {case['code']} ({case['message']!r})"
 
 
-@invariant_property("TURN-3", needs=("gateway.chat",), cases=ls_failure_cases, max_examples=20)
+@invariant_property("TURN-3", needs=("gateway.chat",), cases=ls_failure_cases, max_examples=5)
 def ls_failures_are_errors(target: Target, case: Case, evidence: Evidence) -> None:
-    """The LS fails a turn (its Send, or the first call of a polling RPC, with a gRPC status, undecodable bytes,
-    an HTTP error status or a frame cut mid-message): the client gets an error, never a 200 without one (unless
-    an internal retry answered in full); an LS rate limit reaches it as a rate limit; the next request is
-    served."""
+    """The LS fails a turn in each way in turn (its Send, or the first call of a polling RPC, with a gRPC status,
+    its rate limit, undecodable bytes, an HTTP error status or a frame cut mid-message): the client gets an
+    error, never a 200 without one (unless an internal retry answered in full); an LS rate limit reaches it as a
+    rate limit; the next request is served."""
     recovered = {"chunks": [{"text": RECOVERED}], "records": [{"input_tokens": 5, "output_tokens": 3}]}
-    scenario = {"turns": [failing_turn(case), *[recovered] * 4]}
-    at_http_level = fails_at_http_level(case)
-    with open_gateway(target, scenario, http_faults=at_http_level) as gw:
-        if at_http_level and not gw.ls.http_faults:
-            evidence.not_observed(
-                "LS failures at the HTTP level (the gateway dials fakels' grpcio port; launch it with {ls_h2_address})"
-            )
-            return
-        request = {"messages": [{"role": "user", "content": gw.tag(case["prompt"])}], "stream": case["stream"]}
-        failed = gw.chat(request, judged=(REFUSAL, RATE_LIMIT))
-        served = gw.journal()
-        follow_up = {"messages": [{"role": "user", "content": gw.tag(f"next: {case['prompt']}")}], "stream": False}
-        next_answer = gw.chat(follow_up)
+    played: list[tuple[Case, ChatAnswer, list[dict[str, Any]], ChatAnswer]] = []
+    with open_gateway(target, {"turns": []}, http_faults=True) as gw:
+        for failure in case["failures"]:
+            if fails_at_http_level(failure) and not gw.ls.http_faults:
+                evidence.not_observed(
+                    "LS failures at the HTTP level (the gateway dials fakels' grpcio port; wire it with "
+                    "{ls_h2_address})"
+                )
+                continue
+            before = len(gw.journal())
+            gw.ls.load_scenario({"turns": [failing_turn(failure), *[recovered] * 4]})
+            request = {
+                "messages": [{"role": "user", "content": gw.tag(failure["prompt"])}],
+                "stream": failure["stream"],
+            }
+            failed = gw.chat(request, judged=(REFUSAL, RATE_LIMIT))
+            served = gw.journal()[before:]
+            follow_up = {"messages": [{"role": "user", "content": gw.tag(f"next: {failure['prompt']}")}]}
+            played.append((failure, failed, served, gw.chat({**follow_up, "stream": False})))
     evidence.add("exchanges", gw.exchanges)
-    how = _how(case)
-    require(_failure_served(case, served), f"the gateway never made the call the scripted failure is on ({how})")
+    judged = [(f, failed, served, after) for f, failed, served, after in played if _failure_served(f, served)]
+    require(bool(judged), "the gateway never made a call a scripted failure is on")
+    for failure, failed, served, next_answer in judged:
+        _judge_failure(failure, failed, served, next_answer, evidence)
+
+
+def _judge_failure(
+    failure: Case, failed: ChatAnswer, served: list[dict[str, Any]], next_answer: ChatAnswer, evidence: Evidence
+) -> None:
+    how = _how(failure)
     error = _error_of(failed)
     if error is None:
         retried = len(sends(served)) >= 1 and _content(failed) == RECOVERED
@@ -111,7 +125,7 @@ def ls_failures_are_errors(target: Target, case: Case, evidence: Evidence) -> No
             f"{_content(failed)!r} (an internal retry would have answered {RECOVERED!r})"
         )
         evidence.add("answered by an internal retry", True)
-    elif case.get("code") == RATE_LIMIT_CODE:
+    elif failure.get("code") == RATE_LIMIT_CODE:
         said = failed.events if failed.events is not None else failed.body
         assert failed.status == 429 or transient_error(said) is not None, (
             f"the LS's {how}: an upstream rate limit, which reached the client as {error!r}, not as a rate limit"
@@ -184,7 +198,7 @@ def this_turns_text_exactly_once(target: Target, case: Case, evidence: Evidence)
 
 # How long the LS must see no call before a gateway whose client left counts as done with the turn, and the
 # longest the kit waits for that.
-_SETTLE_S = 0.5
+_SETTLE_S = 0.3
 _SETTLE_LIMIT_S = 15.0
 
 
@@ -212,7 +226,7 @@ def _failed(case: Case, entries: list[dict[str, Any]]) -> bool:
     return any(e.get("method") == "GetCascadeTrajectorySteps" and e.get("status") != "OK" for e in entries)
 
 
-@invariant_property("TURN-2", needs=("gateway.chat",), cases=failed_turn_cases, max_examples=15)
+@invariant_property("TURN-2", needs=("gateway.chat",), cases=failed_turn_cases, max_examples=12)
 def a_failed_turn_leaves_nothing_behind(target: Target, case: Case, evidence: Evidence) -> None:
     """A turn fails after some of its text (an error step, a steps call failing mid-answer, or its client leaving
     the stream while the LS runs on): the conversation's next turn goes to a fresh cascade that carries the whole
@@ -362,7 +376,7 @@ def _judge_heartbeats(gw: GatewayUnderTest, case: Case, limits: TimeLimits, evid
     )
 
 
-@invariant_property("TURN-5", needs=("gateway.chat",), cases=wait_limit_cases, max_examples=5)
+@invariant_property("TURN-5", needs=("gateway.chat",), cases=wait_limit_cases, max_examples=4)
 def time_limits_end_honestly(target: Target, case: Case, evidence: Evidence) -> None:
     """A turn the LS keeps running past the gateway's declared wait limit is reported as cut (finish ``length``
     or an error), never as a normal stop; while the LS is silent for a few heartbeat intervals, the stream still

@@ -30,32 +30,40 @@ def fails_at_http_level(case: Case) -> bool:
     return "http_status" in case or "cut_frame" in case
 
 
+# The ways TURN-3 fails the LS; every example meets each once, in some order.
+FAILURE_KINDS = ("send", "status", "rate limit", "undecodable", "http", "cut frame")
+
+
 @st.composite
-def ls_failure_cases(draw: st.DrawFn, target: Target) -> Case:
-    """Where the LS fails (the Send, or the first call of a polling RPC), how (a gRPC status with a message,
-    often non-ASCII or with ``%``; bytes that do not decode; an HTTP error status in place of a gRPC answer;
-    or the answer's frame cut mid-message), and whether the client streams."""
-    where = draw(st.sampled_from(["send", *POLLED_RPCS]))
+def _ls_failure(draw: st.DrawFn, kind: str) -> Case:
+    """One failure of ``kind``: where (the Send, or the first call of a polling RPC), how (a gRPC status with a
+    message, often non-ASCII or with ``%``; bytes that do not decode; an HTTP error status in place of a gRPC
+    answer; the answer's frame cut mid-message), and whether the client streams."""
     case: Case = {
-        "where": where,
+        "where": "send" if kind == "send" else draw(st.sampled_from(POLLED_RPCS)),
         "stream": draw(st.booleans()),
         "prompt": draw(unicode_text(min_size=1, max_size=30)),
         "answer": draw(unicode_text(min_size=1, max_size=40)),
     }
-    how = draw(st.sampled_from(("status", "undecodable", "http", "status", "undecodable", "cut frame")))
-    if where == "send":
+    if kind == "send":
         case.update(code="INTERNAL", message=draw(unicode_text(min_size=1, max_size=40)))
-    elif how == "undecodable":
+    elif kind == "undecodable":
         case.update(payload_hex=draw(st.sampled_from(UNDECODABLE)))
-    elif how == "http":
+    elif kind == "http":
         case.update(http_status=draw(st.sampled_from(HTTP_ERRORS)))
-    elif how == "cut frame":
+    elif kind == "cut frame":
         case.update(cut_frame=True)
     else:
-        code = draw(st.sampled_from([*ERROR_CODES, RATE_LIMIT_CODE, RATE_LIMIT_CODE]))
+        code = RATE_LIMIT_CODE if kind == "rate limit" else draw(st.sampled_from(ERROR_CODES))
         message = draw(st.one_of(unicode_text(min_size=1, max_size=40), st.just("quota 100% used; retry in 1s")))
         case.update(code=code, message=message)
     return case
+
+
+@st.composite
+def ls_failure_cases(draw: st.DrawFn, target: Target) -> Case:
+    """One failure of each kind (:data:`FAILURE_KINDS`), in some order."""
+    return {"failures": [draw(_ls_failure(kind)) for kind in draw(st.permutations(FAILURE_KINDS))]}
 
 
 def failing_turn(case: Case) -> dict[str, Any]:

@@ -19,7 +19,7 @@ _KEYS = {"conformance-key-alpha": "caller-alpha", "conformance-key-beta": "calle
 _MODEL = "claude-sonnet-4-6"
 _FAST_POLL_S = 0.002
 # The reference gateway's declared time limits (TURN-5): short, so a turn that outlasts them is quick to play.
-_WAIT_LIMIT_S = 2.5
+_WAIT_LIMIT_S = 1.5
 _HEARTBEAT_S = 0.25
 _IDENTITY = ClientIdentity(os="linux", hardware="x86_64", extension_version="2.0.67", request_id=lambda: 1)
 
