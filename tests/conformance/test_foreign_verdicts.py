@@ -4,7 +4,7 @@ own environment, as a user points the kit at a third-party gateway (``docs/adapt
 gateway, worked through").
 
 It behaves as real gateways do: refuses sampling parameters and empty last user messages, cools down
-with 429 and ``retry_after_ms`` after an upstream failure, frames every prompt with its own system and
+with 429 and ``retry_after_ms`` after its LS's rate limit, frames every prompt with its own system and
 identity lines, makes tool calls only from its own markup, serves ``GET /v1/responses/{id}`` but not
 ``/input_items``. ``FGW_PERSONALITY=lean`` has no store, answers tools with 501, estimates usage from
 text and starts a fresh cascade every request. Each row runs the real command line: the correct
@@ -300,7 +300,7 @@ def test_each_scoped_defect_fails_for_a_scoped_caller_and_is_not_checkable_for_a
 # One upstream account: after every few turns it cools down, answering a 200 whose only content is an
 # error frame with its wait in the message text ("retry in 1 s"), or 429 with retry_after_ms. The kit
 # waits those out: the correct rows hold, with no fail and no error.
-_BUSY = ("FGW_BUSY_EVERY=4", "FGW_COOLDOWN_S=0.5")
+_BUSY = ("FGW_BUSY_EVERY=8", "FGW_COOLDOWN_S=0.3")
 
 
 @pytest.mark.parametrize("families", ["OFF,SO,ACC"])

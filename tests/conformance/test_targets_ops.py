@@ -35,7 +35,7 @@ def test_a_served_gateway_answers_chat_for_its_keys_and_keeps_a_ledger(reference
         "api_keys": ["conformance-key-alpha", "conformance-key-beta"],
         "model": "claude-sonnet-4-6",
         "cache_writes": "prompt",
-        "wait_limit_s": 2.5,
+        "wait_limit_s": 1.5,
         "heartbeat_s": 0.25,
     }
     request = {"model": "claude-sonnet-4-6", "messages": HELLO}

@@ -84,7 +84,7 @@ class Runner:
     # ------------------------------------------------------------------ cool-down
 
     def check_cooldown(self) -> None:
-        """429 while the gateway cools down after an upstream failure."""
+        """429 while the gateway cools down after its LS's rate limit."""
         with self._lock:
             remaining = self._cool_until - time.monotonic()
         if remaining > 0:
@@ -128,8 +128,8 @@ class Runner:
         except UpstreamError as exc:
             if self._settings.defect("error-as-empty-200") and exc.method != "SendUserCascadeMessage":
                 return Answer("", (), 0, 0)  # the defect: a failed poll taken as the end of an empty answer
-            self._cool_down(exc)
-            if exc.code == "RESOURCE_EXHAUSTED":
+            if exc.code == "RESOURCE_EXHAUSTED":  # its account is rate limited: it rests it a while
+                self._cool_down(exc)
                 raise GatewayError(
                     429, f"upstream rate limited: {exc}", "rate_limit_error", "rate_limited", retry_after_ms=1000
                 ) from exc
