@@ -33,7 +33,7 @@ from conformance.targets._loopback import loopback_url
 from conformance.targets._pace import Patience, Waits
 from conformance.targets._scope import Caller
 from conformance.targets._sse import sse_events, sse_lines
-from conformance.targets._stale import StaleConnection, once_more_if_stale, stale
+from conformance.targets._stale import StaleConnection, once_more_if_stale, stale, transport_failures
 
 if TYPE_CHECKING:
     import openai
@@ -455,14 +455,8 @@ class HttpTarget(DeclaredOperations):
     def _send_attempt(
         self, method: str, path: str, headers: Mapping[str, str], sent: Mapping[str, Any]
     ) -> _transport.Response:
-        try:
+        with transport_failures(f"{method} {path}", self._failed, self._timeout()):
             return self._http.request(method, self._url + path, headers=headers, timeout=self._timeout(), **sent)
-        except _transport.TimeoutException:
-            raise TargetHung(self._failed(f"no answer to {method} {path} within {self._timeout():g} s")) from None
-        except _transport.HTTPError as exc:
-            if stale(exc):
-                raise StaleConnection from exc
-            raise TargetError(self._failed(f"{method} {path} failed: {exc}")) from None
 
     def _read_as(self, path: str, api_key: str) -> tuple[int, Any]:
         """A bodyless GET as this example's caller holding ``api_key`` (its read signal included)."""

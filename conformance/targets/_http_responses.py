@@ -12,9 +12,9 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from conformance.errors import TargetError, TargetHung
+from conformance.errors import TargetError
 from conformance.targets._sse import sse_events, sse_lines
-from conformance.targets._stale import StaleConnection, once_more_if_stale, stale
+from conformance.targets._stale import once_more_if_stale, transport_failures
 
 if TYPE_CHECKING:
     from conformance.targets._pace import Patience
@@ -69,26 +69,21 @@ class HttpResponses:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         what = f"POST {RESPONSES_PATH}"
         try:
-            if request.get("stream") is not True:
-                answer = self._client.post(
-                    self._url() + RESPONSES_PATH, json=dict(request), headers=headers, timeout=self._timeout_s()
-                )
-                return {"status": answer.status_code, "body": body_of(answer.content)}, answer.headers
-            with self._client.stream(
-                "POST", self._url() + RESPONSES_PATH, json=dict(request), headers=headers, timeout=self._timeout_s()
-            ) as answer:
-                if not answer.headers.get("content-type", "").lower().startswith("text/event-stream"):
-                    return {"status": answer.status_code, "body": body_of(answer.read())}, answer.headers
-                events = list(sse_events(self._lines(sse_lines(answer.iter_text()), what)))
-                return {"status": answer.status_code, "events": events}, answer.headers
-        except _transport.TimeoutException:
-            raise TargetHung(self._failed(f"no answer to {what} within {self._timeout_s():g} s")) from None
-        except _transport.HTTPError as exc:
-            if stale(exc):
-                raise StaleConnection from exc
-            raise TargetError(self._failed(f"{what} failed: {exc}")) from None
+            with transport_failures(what, self._failed, self._timeout_s()):
+                return self._post(request, headers, what)
         except _transport.StreamError as exc:
             raise TargetError(self._failed(f"the event stream of {what} broke off: {exc}")) from None
+
+    def _post(self, request: Mapping[str, Any], headers: Mapping[str, str], what: str) -> _Answer:
+        url, timeout = self._url() + RESPONSES_PATH, self._timeout_s()
+        if request.get("stream") is not True:
+            answer = self._client.post(url, json=dict(request), headers=headers, timeout=timeout)
+            return {"status": answer.status_code, "body": body_of(answer.content)}, answer.headers
+        with self._client.stream("POST", url, json=dict(request), headers=headers, timeout=timeout) as streamed:
+            if not streamed.headers.get("content-type", "").lower().startswith("text/event-stream"):
+                return {"status": streamed.status_code, "body": body_of(streamed.read())}, streamed.headers
+            events = list(sse_events(self._lines(sse_lines(streamed.iter_text()), what)))
+            return {"status": streamed.status_code, "events": events}, streamed.headers
 
 
 def body_of(content: bytes) -> Any:

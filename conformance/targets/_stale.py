@@ -8,10 +8,11 @@ one); that is no verdict about the gateway. A second such close is.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
-from conformance.errors import TargetError
+from conformance.errors import TargetError, TargetHung
 
 try:
     import httpx2 as _transport
@@ -53,3 +54,17 @@ def once_more_if_stale(attempt: Callable[[], _T], failed: Callable[[str], str], 
         raise TargetError(
             failed(f"{what} failed: the gateway closed the connection without answering, twice ({exc.__cause__})")
         ) from None
+
+
+@contextlib.contextmanager
+def transport_failures(what: str, failed: Callable[[str], str], timeout_s: float) -> Iterator[None]:
+    """The transport's failures as the kit's: a timeout is :class:`TargetHung`, a stale connection
+    :class:`StaleConnection` (to be tried once more), any other a :class:`TargetError` saying ``what`` failed."""
+    try:
+        yield
+    except _transport.TimeoutException:
+        raise TargetHung(failed(f"no answer to {what} within {timeout_s:g} s")) from None
+    except _transport.HTTPError as exc:
+        if stale(exc):
+            raise StaleConnection from exc
+        raise TargetError(failed(f"{what} failed: {exc}")) from None

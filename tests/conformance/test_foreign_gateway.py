@@ -24,7 +24,7 @@ import pytest
 from conformance.fixtures.images import image_block, png_b64, png_index
 from conformance.models import img
 from conformance.models.store import ARGUMENTS_TRUNCATION_JSON, NOTICE, TRUNCATION_MARKER, token, trace
-from fakels.scenario import Chunk, Fault, Scenario, ToolCall, Turn, Usage
+from fakels.scenario import Chunk, Fault, ResponseOverride, Scenario, ToolCall, Turn, Usage
 from fakels.server import FakeLSThread
 from tests.support.foreigngw import store as fgw_store
 from tests.support.foreigngw.prompt import PLACEHOLDER as FGW_PLACEHOLDER
@@ -309,10 +309,14 @@ def test_a_rejected_resume_recovers_with_the_full_history_and_no_cool_down(full:
     assert full.chat({"messages": [user("right after the recovery")]}).status_code == 200
 
 
-def test_an_upstream_failure_cools_the_gateway_down(full: Gateway, fake: FakeLSThread) -> None:
+def test_the_ls_rate_limit_cools_the_gateway_down_and_other_failures_do_not(full: Gateway, fake: FakeLSThread) -> None:
     script(fake, Turn(fault=Fault(kind="error")))
-    failed = full.chat({"messages": [user("cool q1")]})
+    failed = full.chat({"messages": [user("cool q0")]})
     assert (failed.status_code, failed.json()["error"]["type"]) == (502, "upstream_error")
+    limited = ResponseOverride(rpc="GetCascadeTrajectorySteps", error_code="RESOURCE_EXHAUSTED")
+    script(fake, Turn(chunks=(Chunk(text="never"),), overrides=(limited,)))
+    failed = full.chat({"messages": [user("cool q1")]})
+    assert (failed.status_code, failed.json()["error"]["type"]) == (429, "rate_limit_error")
     for answer in (full.chat({"messages": [user("cool q2")]}), full.post("/v1/responses", {"model": MODEL})):
         assert answer.status_code == 429
         assert "retry-after" not in answer.headers

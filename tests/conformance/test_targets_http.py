@@ -538,3 +538,29 @@ def test_a_slow_ledger_is_a_timeout_error(echo: tuple[str, Log]) -> None:
         assert str(info.value) == f"{echo[0]}: no answer to GET /slow within 0.3 s"
     finally:
         target.close()
+
+
+@pytest.mark.parametrize(
+    ("stream", "answer", "read"),
+    [
+        (False, (200, [("Content-Type", "application/json")], b'{"id": "r1"}'), {"status": 200, "body": {"id": "r1"}}),
+        (True, (200, SSE, EVENTS), {"status": 200, "events": ["a", "[DONE]"]}),
+        (True, (400, [("Content-Type", "application/json")], b'{"error": {}}'), {"status": 400, "body": {"error": {}}}),
+        (False, (404, [], b"Not Found"), {"status": 404, "body": "Not Found"}),
+    ],
+    ids=["body", "stream", "stream-refused", "no-responses-api"],
+)
+def test_respond_posts_the_body_as_given_and_reads_the_answer(stream: bool, answer: Any, read: dict[str, Any]) -> None:
+    request = {"model": "m-test", "input": [{"role": "user", "content": "hi"}], "stream": stream, "store": True}
+    read_back = (200, [("Content-Type", "application/json")], b'{"status": "completed"}')
+    answers = {("POST", "/v1/responses"): answer, ("GET", "/v1/responses/r1"): read_back}
+    with canned_server(answers) as (url, received):
+        target = opened(url)
+        try:
+            assert target.call("gateway.respond", request=request, api_key="k1") == read
+            got = target.call("gateway.retrieve", response_id="r1", api_key="k1")
+        finally:
+            target.close()
+    assert got == {"status": 200, "body": {"status": "completed"}}
+    [(_, path, headers, body)] = [r for r in received if r[0] == "POST"]
+    assert (path, headers["authorization"], json.loads(body)) == ("/v1/responses", "Bearer k1", request)
