@@ -80,7 +80,7 @@ def _how(case: Case) -> str:
     return f"{case['where']} failed with {case['code']} ({case['message']!r})"
 
 
-@invariant_property("TURN-3", needs=("gateway.chat",), cases=ls_failure_cases, max_examples=5)
+@invariant_property("TURN-3", needs=("gateway.chat",), cases=ls_failure_cases, max_examples=4)
 def ls_failures_are_errors(target: Target, case: Case, evidence: Evidence) -> None:
     """The LS fails a turn in each way in turn (its Send, or the first call of a polling RPC, with a gRPC status,
     its rate limit, undecodable bytes, an HTTP error status or a frame cut mid-message): the client gets an
@@ -376,7 +376,7 @@ def _judge_heartbeats(gw: GatewayUnderTest, case: Case, limits: TimeLimits, evid
     )
 
 
-@invariant_property("TURN-5", needs=("gateway.chat",), cases=wait_limit_cases, max_examples=4)
+@invariant_property("TURN-5", needs=("gateway.chat",), cases=wait_limit_cases, max_examples=3)
 def time_limits_end_honestly(target: Target, case: Case, evidence: Evidence) -> None:
     """A turn the LS keeps running past the gateway's declared wait limit is reported as cut (finish ``length``
     or an error), never as a normal stop; while the LS is silent for a few heartbeat intervals, the stream still
