@@ -23,6 +23,7 @@ import zlib
 
 import grpc
 
+from fakels._envelopes import FramingError, envelope, split_envelopes
 from fakels._h2_server import H2Answer, H2Server, H2Stream, start_h2_server
 from fakels.rpcs import rpc_for_path
 from fakels.service import FakeLanguageServer, IncomingCall, Reply
@@ -47,7 +48,7 @@ class ConnectProtocol:
         if framing_error is None:
             try:
                 messages = _unframe(body, core.config.max_request_bytes)
-            except _FramingError as exc:
+            except FramingError as exc:
                 framing_error = str(exc)
         call = IncomingCall("connect", stream.path, stream.headers, messages, framing_error)
         try:
@@ -76,10 +77,6 @@ async def start_connect_server(core: FakeLanguageServer, host: str, port: int) -
     return await start_h2_server(core, host, port, ConnectProtocol())
 
 
-class _FramingError(ValueError):
-    """The request body is not a sequence of well-formed envelopes."""
-
-
 def _request_problem(stream: H2Stream) -> tuple[int, str | None]:
     """The HTTP status to answer with, and what is wrong with the request line, if anything."""
     if stream.method != "POST":
@@ -91,35 +88,21 @@ def _request_problem(stream: H2Stream) -> tuple[int, str | None]:
 
 
 def _unframe(body: bytes, limit: int) -> list[bytes]:
-    """Split a request body into envelope payloads, gunzipped per flag; :class:`_FramingError` says why not."""
+    """Split a request body into envelope payloads, gunzipped per flag; :class:`FramingError` says why not."""
     messages: list[bytes] = []
-    offset = 0
-    while offset < len(body):
-        if len(body) - offset < 5:
-            raise _FramingError(
-                f"truncated envelope at byte {offset}: {len(body) - offset} bytes left, an envelope header has 5"
-            )
-        flags = body[offset]
-        length = int.from_bytes(body[offset + 1 : offset + 5], "big")
-        start, end = offset + 5, offset + 5 + length
-        if end > len(body):
-            raise _FramingError(
-                f"envelope at byte {offset} declares {length} payload bytes but only {len(body) - start} follow"
-            )
+    for offset, flags, payload in split_envelopes(body, "envelope"):
         if flags & ~_GZIP:
-            raise _FramingError(
+            raise FramingError(
                 f"envelope at byte {offset} has flags 0x{flags:02x}; a request envelope may only set 0x01 (gzip)"
             )
-        payload = body[start:end]
         if flags & _GZIP:
             try:
                 payload = _gunzip(payload, limit)
             except (OSError, EOFError, zlib.error) as exc:
-                raise _FramingError(
+                raise FramingError(
                     f"envelope at byte {offset} is flagged gzip (0x01) but does not gunzip: {exc}"
                 ) from exc
         messages.append(payload)
-        offset = end
     return messages
 
 
@@ -135,13 +118,9 @@ def _gunzip(payload: bytes, limit: int) -> bytes:
 
 def _envelopes(reply: Reply) -> bytes:
     end = json.dumps(_error_json(reply) if not reply.ok else {}).encode()
-    frames = [_envelope(0, payload) for payload in reply.payloads]
-    frames.append(_envelope(_END_STREAM, end))
+    frames = [envelope(0, payload) for payload in reply.payloads]
+    frames.append(envelope(_END_STREAM, end))
     return b"".join(frames)
-
-
-def _envelope(flags: int, payload: bytes) -> bytes:
-    return bytes([flags]) + len(payload).to_bytes(4, "big") + payload
 
 
 def _error_json(reply: Reply) -> dict[str, dict[str, str]]:

@@ -15,6 +15,7 @@ import urllib.parse
 
 import grpc
 
+from fakels._envelopes import HEADER_BYTES, FramingError, envelope, split_envelopes
 from fakels._h2_server import H2Answer, H2Server, H2Stream, start_h2_server
 from fakels.service import FakeLanguageServer, IncomingCall, Reply
 
@@ -54,34 +55,23 @@ def _answer(reply: Reply) -> H2Answer:
         return H2Answer([(":status", str(fault.http_status)), ("content-type", "text/plain")], body)
     if fault is not None:  # the frame declares the whole message, half of it follows, and the stream ends
         payload = reply.payloads[0] if reply.payloads else b""
-        return H2Answer(headers, _frame(payload)[: 5 + len(payload) // 2])
+        return H2Answer(headers, envelope(0, payload)[: HEADER_BYTES + len(payload) // 2])
     trailers = [("grpc-status", str(reply.code.value[0])), ("grpc-message", _percent_encoded(reply.message))]
     if not reply.ok:
         return H2Answer([*headers, *trailers])
-    return H2Answer(headers, b"".join(_frame(p) for p in reply.payloads), trailers)
-
-
-def _frame(payload: bytes) -> bytes:
-    return b"\x00" + len(payload).to_bytes(4, "big") + payload
+    return H2Answer(headers, b"".join(envelope(0, p) for p in reply.payloads), trailers)
 
 
 def _unframe(body: bytes) -> tuple[list[bytes], str | None]:
     """The request's messages, or the whole body and what is wrong with its framing."""
     messages: list[bytes] = []
-    offset = 0
-    while offset < len(body):
-        if len(body) - offset < 5:
-            return [body], f"truncated frame at byte {offset}: {len(body) - offset} bytes left, a frame header has 5"
-        flags, length = body[offset], int.from_bytes(body[offset + 1 : offset + 5], "big")
-        if flags & _COMPRESSED:
-            return [body], f"the frame at byte {offset} is compressed; fakels' gRPC port takes none"
-        end = offset + 5 + length
-        if end > len(body):
-            return [
-                body
-            ], f"the frame at byte {offset} declares {length} bytes but only {len(body) - offset - 5} follow"
-        messages.append(body[offset + 5 : end])
-        offset = end
+    try:
+        for offset, flags, payload in split_envelopes(body, "frame"):
+            if flags & _COMPRESSED:
+                return [body], f"the frame at byte {offset} is compressed; fakels' gRPC port takes none"
+            messages.append(payload)
+    except FramingError as exc:
+        return [body], str(exc)
     return messages, None
 
 

@@ -115,7 +115,7 @@ def test_an_http_level_override_survives_the_scenario_document() -> None:
     ("body", "problem"),
     [
         (b"\x01\x00\x00\x00\x01\x00", "is compressed"),
-        (b"\x00\x00\x00\x00\x09ab", "declares 9 bytes but only 2 follow"),
+        (b"\x00\x00\x00\x00\x09ab", "frame at byte 0 declares 9 payload bytes but only 2 follow"),
         (b"\x00\x00", "truncated frame at byte 0"),
     ],
     ids=["compressed", "short-message", "short-header"],
