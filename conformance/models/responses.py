@@ -10,7 +10,7 @@ arguments, in order.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,16 +44,18 @@ def body_view(body: Any) -> ResponseView:
     return _response_view(body)
 
 
+def answer_view(events: Sequence[str] | None, body: Any) -> ResponseView:
+    """What an answer reports: a stream (``events``), or else its body."""
+    return stream_view(events) if events is not None else body_view(body)
+
+
 def stream_view(events: Sequence[str]) -> ResponseView:
     """What a stream reports: its one terminal event's type, which its response object must agree with."""
-    terminals: list[tuple[str, Any]] = []
-    for data in events:
-        try:
-            event = json.loads(data)
-        except ValueError:
-            continue
-        if isinstance(event, dict) and event.get("type") in TERMINAL_EVENTS:
-            terminals.append((str(event["type"]), event.get("response")))
+    terminals = [
+        (str(event["type"]), event.get("response"))
+        for event in _json_events(events)
+        if event.get("type") in TERMINAL_EVENTS
+    ]
     if len(terminals) != 1:
         named = [kind for kind, _ in terminals]
         return ResponseView(None, None, None, (), f"the stream has {len(terminals)} terminal events {named}, not one")
@@ -99,12 +101,19 @@ def _output(items: Any) -> tuple[tuple[str, str, str], ...]:
 
 def announced_id(events: Sequence[str]) -> str | None:
     """The response id a stream announced first (``response.created`` carries it before any output)."""
+    for event in _json_events(events):
+        response = event.get("response")
+        if isinstance(response, dict) and isinstance(response.get("id"), str):
+            return str(response["id"])
+    return None
+
+
+def _json_events(events: Sequence[str]) -> Iterator[dict[str, Any]]:
+    """The events whose data is a JSON object, parsed (``[DONE]`` and other text left out)."""
     for data in events:
         try:
             event = json.loads(data)
         except ValueError:
             continue
-        response = event.get("response") if isinstance(event, dict) else None
-        if isinstance(response, dict) and isinstance(response.get("id"), str):
-            return str(response["id"])
-    return None
+        if isinstance(event, dict):
+            yield event

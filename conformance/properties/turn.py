@@ -16,7 +16,7 @@ from typing import Any
 from conformance.errors import FeatureDeclined, InputRefused
 from conformance.gateway import RATE_LIMIT, REFUSAL, ChatAnswer, GatewayUnderTest, TimeLimits, open_gateway
 from conformance.models.journal import SEND, cascade_of, send_text, sends
-from conformance.models.responses import announced_id, body_view, stream_view
+from conformance.models.responses import announced_id, answer_view, body_view
 from conformance.models.stream import StreamView
 from conformance.models.turn import answers
 from conformance.properties import Case, Evidence, invariant_property, require
@@ -298,7 +298,7 @@ def _judge_failed_response(gw: GatewayUnderTest, case: Case, evidence: Evidence)
         return
     if answer.status >= 300:
         return  # refused as a whole: no id to read back
-    view = stream_view(answer.events) if answer.events is not None else body_view(answer.body)
+    view = answer_view(answer.events, answer.body)
     how = f"a {'streamed' if case['stream'] else 'non-stream'} Responses turn the LS failed ({case['failure']})"
     if view.status == "completed":  # the gateway took the failure for a success: TURN-3's to judge, not stored state
         evidence.not_observed("stored failed Responses turns (the gateway served the failure as completed: TURN-3)")
@@ -430,7 +430,7 @@ def _judge_status(gw: GatewayUnderTest, kind: str, stream: bool, answer: ChatAns
     how = f"a {'streamed' if stream else 'non-stream'} {kind} turn"
     expected = _EXPECTED_STATUS[kind]
     assert answer.status < 300, f"{how} was answered {answer.status}: {str(answer.body)[:300]!r}"
-    view = stream_view(answer.events) if answer.events is not None else body_view(answer.body)
+    view = answer_view(answer.events, answer.body)
     assert view.problem is None, f"{how}: {view.problem}"
     assert view.status == expected, f"{how} reported status {view.status!r}, expected {expected!r}"
     if expected == "incomplete":

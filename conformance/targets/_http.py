@@ -26,7 +26,7 @@ from conformance.targets._base import DeclaredOperations, check_result, observed
 from conformance.targets._http_options import (
     HttpOptions,
 )
-from conformance.targets._http_responses import HttpResponses, body_of
+from conformance.targets._http_responses import HttpResponses, body_of, what_it_said
 from conformance.targets._http_store import DEFAULT_STORE_LIMITS, HttpStore
 from conformance.targets._launch import LaunchedGateway, describe_exit
 from conformance.targets._loopback import loopback_url
@@ -253,7 +253,7 @@ class HttpTarget(DeclaredOperations):
         ``hang_up_after``, a stream's connection is closed once that many events were read."""
         return self._waiting(
             lambda: self._chat_once(request, api_key, hang_up_after),
-            lambda answer: (answer[0]["status"], answer[1], answer[0].get("body", answer[0].get("events"))),
+            what_it_said,
             "the gateway",
         )[0]
 

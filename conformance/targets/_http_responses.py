@@ -56,7 +56,7 @@ class HttpResponses:
         """One Responses request; a rate limit is waited out, the last answer returned."""
         answer, _ = self._patience.run(
             lambda: once_more_if_stale(lambda: self._attempt(request, api_key), self._failed, f"POST {RESPONSES_PATH}"),
-            lambda got: (got[0]["status"], got[1], got[0].get("body", got[0].get("events"))),
+            what_it_said,
             "the gateway",
         )
         return answer
@@ -84,6 +84,12 @@ class HttpResponses:
                 return {"status": streamed.status_code, "body": body_of(streamed.read())}, streamed.headers
             events = list(sse_events(self._lines(sse_lines(streamed.iter_text()), what)))
             return {"status": streamed.status_code, "events": events}, streamed.headers
+
+
+def what_it_said(answer: _Answer) -> tuple[int, Mapping[str, str], Any]:
+    """An answer as the rate-limit wait reads it: its status, its headers, and its body or events."""
+    result, headers = answer
+    return result["status"], headers, result.get("body", result.get("events"))
 
 
 def body_of(content: bytes) -> Any:

@@ -46,6 +46,11 @@ _FITS: dict[Wiring, frozenset[str]] = {
     "spawn": frozenset({"ls_binary", "port"}),
     "none": frozenset({"port"}),
 }
+# The placeholders a gateway can reach the kit's LS by, per wiring (it must use one; an error names the first).
+_WAYS_TO_THE_LS: dict[Wiring, tuple[str, ...]] = {
+    "dial": ("ls_address", "ls_h2_address"),
+    "spawn": ("ls_binary",),
+}
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _TAIL_LINES = 30
 _STOP_GRACE_S = 5.0
@@ -106,8 +111,9 @@ class LaunchSpec:
                 f"(with {self.wiring} the placeholders are {fitting}; {{ls_address}}, {{ls_h2_address}} and "
                 "{csrf_token} are for dial, {ls_binary} for spawn)"
             )
-        needed = {"dial": "ls_address", "spawn": "ls_binary"}.get(self.wiring)
-        if needed is not None and not ({needed, "ls_h2_address"} if self.wiring == "dial" else {needed}) & used:
+        ways_in = _WAYS_TO_THE_LS.get(self.wiring)
+        if ways_in is not None and not used.intersection(ways_in):
+            needed = ways_in[0]
             raise TargetSpecError(
                 f"--ls-wiring {self.wiring}: the launch command and its --launch-env values never use {{{needed}}}, "
                 f"so the gateway cannot find the kit's LS (use --ls-wiring none for HTTP-only checks)"
