@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -22,8 +22,9 @@ from typing import Any
 from conformance.errors import InputRefused, PreconditionNotMet, TargetError, TransientRefusal, excerpt
 from conformance.example_tags import tagged
 from conformance.ls_handle import InProcessLs, LsHandle
+from conformance.models.stream import StreamView
 from conformance.refusals import refusal
-from conformance.targets import Target
+from conformance.targets import Caller, CallerScope, Target
 from fakels.scenario import parse_scenario
 from fakels.server import FakeLSThread
 
@@ -52,8 +53,30 @@ class ChatAnswer:
     def summary(self) -> dict[str, Any]:
         return {"status": self.status, **({"events": self.events} if self.streamed else {"body": self.body})}
 
+    @property
+    def content(self) -> str:
+        """The chat content delivered: the stream's content deltas, or the choices' message content."""
+        if self.events is not None:
+            return StreamView(self.events).content
+        body = self.body if isinstance(self.body, dict) else {}
+        choices = [c for c in body.get("choices") or () if isinstance(c, dict)]
+        return "".join(str((c.get("message") or {}).get("content") or "") for c in choices)
 
-ScopedBody = Callable[[Mapping[str, Any], int], dict[str, Any]]
+
+# How an in-process target's callers name their end user (an HTTP target says how, --caller-scope).
+_BODY_SCOPE = CallerScope("user")
+
+
+@dataclass(frozen=True)
+class CallerPair:
+    """Two callers a gateway must keep apart, and how they differ (``kind``). ``key_alone``: for two end users of
+    one key, that key with no signal; a gateway that shares something of the first with it scopes that by the
+    key alone, which a gateway may (gateway-fixes P5), and then the two users are one caller to it."""
+
+    kind: str
+    first: Caller
+    second: Caller
+    key_alone: Caller | None = None
 
 
 @dataclass(frozen=True)
@@ -70,30 +93,60 @@ class TimeLimits:
 
 
 class GatewayUnderTest:
-    """``scoped_body``: the request body as caller N sends it (an HTTP target adds the caller's per-user
-    signal, --caller-scope); None: as given. ``cache_writes``: where the gateway declares its usage counts
-    the LS's cache-write tokens ("prompt" or "apart"; None: undeclared)."""
+    """``callers``: the example's callers, caller 0 first (an HTTP target's carry its per-user signal,
+    --caller-scope; an in-process target's are its API keys); ``scope``: how a signal travels in a body.
+    ``cache_writes``: where the gateway declares its usage counts the LS's cache-write tokens ("prompt" or
+    "apart"; None: undeclared)."""
 
     def __init__(
         self,
         target: Target,
         ls: LsHandle,
-        api_keys: Sequence[str],
+        callers: Sequence[Caller],
         model: str,
-        scoped_body: ScopedBody | None = None,
+        scope: CallerScope = _BODY_SCOPE,
         *,
         cache_writes: str | None = None,
         time_limits: TimeLimits = TimeLimits(),
+        all_callers: Sequence[Caller] = (),
+        other_model: str | None = None,
+        resends_history: bool = False,
     ) -> None:
         self.target = target
         self.ls = ls
-        self.api_keys = list(api_keys)
+        self.callers = list(callers)
         self.model = model
+        self.scope = scope
         self.cache_writes = cache_writes
         self.time_limits = time_limits
-        self._scoped_body = scoped_body
+        self.other_model = other_model
+        self.resends_history = resends_history
+        self._all_callers = list(all_callers) or self.callers
         self.run_tag = uuid.uuid4().hex[:12]
         self.exchanges: list[dict[str, Any]] = []
+
+    @property
+    def api_keys(self) -> list[str]:
+        return [caller.api_key for caller in self.callers]
+
+    def caller_pairs(self) -> list[CallerPair]:
+        """The pairs of callers this gateway can be shown: two API keys (when it has two), and two end users of
+        one key (when the kit sends a per-user signal), each pair's first caller carrying a signal if any does."""
+        pairs: list[CallerPair] = []
+        first = self._all_callers[0]
+        other_key = next((c for c in self._all_callers if c.api_key != first.api_key), None)
+        if other_key is not None:
+            pairs.append(CallerPair("two API keys", first, other_key))
+        if self.scope.sends_signal:
+            users = [c for c in self._all_callers if c.api_key == first.api_key and c.signal is not None]
+            if len(users) < 2:
+                users = [Caller(first.api_key, f"{self.run_tag}-end-user-{n}") for n in (1, 2)]
+            pairs.append(CallerPair("two end users of one key", users[0], users[1], Caller(first.api_key, None)))
+        return pairs
+
+    def blank_scope(self) -> CallerScope:
+        """Where a blank per-user signal goes: the gateway's signal field, or ``user`` when the kit sends none."""
+        return self.scope if self.scope.sends_signal else _BODY_SCOPE
 
     def tag(self, text: str) -> str:
         """``text`` made unique to this example (a gateway that outlives examples must not answer
@@ -104,47 +157,60 @@ class GatewayUnderTest:
         self,
         request: Mapping[str, Any],
         *,
-        caller: int = 0,
+        caller: int | Caller = 0,
         judged: Collection[str] = (),
         hang_up_after: int | None = None,
+        scope: CallerScope | None = None,
     ) -> ChatAnswer:
         """The gateway's answer to ``request``. A refusal leaves the example unjudged (it raises), except the
         kinds in ``judged``, which are then the answer the property judges: ``"refusal"``, a 4xx refusal of
         the input; ``"rate limit"``, a rate limit (429, 503, a transient error inside a 2xx), which is then
         not waited out either. ``hang_up_after`` (see :attr:`can_hang_up`): the client leaves a stream once it
-        has read that many events."""
+        has read that many events. ``caller``: one of :attr:`callers` by index, or a caller; ``scope``: where its
+        signal goes, when not where the gateway reads one (a blank signal, :meth:`blank_scope`)."""
         hang_up = {"hang_up_after": hang_up_after} if hang_up_after is not None else {}
-        return self._post("gateway.chat", "POST /v1/chat/completions", request, caller, judged, **hang_up)
+        return self._post("gateway.chat", "POST /v1/chat/completions", request, caller, judged, scope, **hang_up)
 
     @property
     def can_hang_up(self) -> bool:
         """Whether the target can leave a stream part way (capability ``hang_up`` of ``gateway.chat``)."""
         return self.target.capabilities("gateway.chat").get("hang_up") is True
 
-    def respond(self, request: Mapping[str, Any], *, caller: int = 0, judged: Collection[str] = ()) -> ChatAnswer:
+    def respond(
+        self, request: Mapping[str, Any], *, caller: int | Caller = 0, judged: Collection[str] = ()
+    ) -> ChatAnswer:
         """The gateway's answer to a Responses request (``gateway.respond``), refusals as :meth:`chat` says."""
-        return self._post("gateway.respond", "POST /v1/responses", request, caller, judged)
+        return self._post("gateway.respond", "POST /v1/responses", request, caller, judged, None)
 
-    def retrieve(self, response_id: str, *, caller: int = 0) -> tuple[int, Any]:
-        """A stored response read back (``gateway.retrieve``): the status and the body, whatever they are."""
-        answer = self.target.call(
-            "gateway.retrieve", response_id=response_id, api_key=self.api_keys[caller % len(self.api_keys)]
-        )
-        self.exchanges.append({"read": response_id, "caller": caller, "answer": excerpt(answer)})
+    def retrieve(self, response_id: str, *, caller: int | Caller = 0) -> tuple[int, Any]:
+        """A stored response read back (``gateway.retrieve``) as ``caller``, its signal where the gateway reads
+        one: the status and the body, whatever they are."""
+        who = self._caller(caller)
+        answer = self.target.call("gateway.retrieve", response_id=response_id, api_key=who.api_key, signal=who.signal)
+        self.exchanges.append({"read": response_id, "caller": _shown(who), "answer": excerpt(answer)})
         return answer["status"], answer.get("body")
 
+    def _caller(self, caller: int | Caller) -> Caller:
+        return caller if isinstance(caller, Caller) else self.callers[caller % len(self.callers)]
+
     def _post(
-        self, op: str, what: str, request: Mapping[str, Any], caller: int, judged: Collection[str], **extra: Any
+        self,
+        op: str,
+        what: str,
+        request: Mapping[str, Any],
+        caller: int | Caller,
+        judged: Collection[str],
+        scope: CallerScope | None,
+        **extra: Any,
     ) -> ChatAnswer:
         unknown = set(judged) - {REFUSAL, RATE_LIMIT}
         assert not unknown, f"unknown kinds of answer to judge: {unknown}"
-        body = {"model": self.model, **request}
-        if self._scoped_body is not None:
-            body = self._scoped_body(body, caller)
+        who = self._caller(caller)
+        body = (scope or self.scope).body({"model": self.model, **request}, who)
         with _impatient(self.target) if RATE_LIMIT in judged else contextlib.nullcontext():
-            answer = self.target.call(op, request=body, api_key=self.api_keys[caller % len(self.api_keys)], **extra)
+            answer = self.target.call(op, request=body, api_key=who.api_key, **extra)
         result = ChatAnswer(answer["status"], answer.get("body"), answer.get("events"), answer.get("longest_silence_s"))
-        self.exchanges.append({"request": excerpt(body), "caller": caller, "answer": result.summary()})
+        self.exchanges.append({"request": excerpt(body), "caller": _shown(who), "answer": result.summary()})
         said = result.events if result.streamed else result.body
         refused = refusal(what, result.status, said, waited_s=_waited(self.target))
         if refused is None:
@@ -184,15 +250,17 @@ def open_gateway(
         handle.load_scenario(dict(scenario))
         target.next_example()  # type: ignore[attr-defined]
         defaults = target.gateway_defaults()  # type: ignore[attr-defined]
-        scoped_body = getattr(target, "scoped_body", None)
         yield GatewayUnderTest(
             target,
             handle,
-            defaults["api_keys"],
+            target.example_callers(),  # type: ignore[attr-defined]
             defaults["model"],
-            scoped_body,
+            target.caller_scope,  # type: ignore[attr-defined]
             cache_writes=defaults.get("cache_writes"),
             time_limits=TimeLimits.declared(defaults),
+            all_callers=target.all_callers(),  # type: ignore[attr-defined]
+            other_model=defaults.get("other_model"),
+            resends_history=defaults.get("resends_history") is True,
         )
         return
     if "gateway.start" not in target.operations():
@@ -205,10 +273,12 @@ def open_gateway(
             yield GatewayUnderTest(
                 target,
                 ls,
-                started["api_keys"],
+                [Caller(key, None) for key in started["api_keys"]],
                 started["model"],
                 cache_writes=started.get("cache_writes"),
                 time_limits=TimeLimits.declared(started),
+                other_model=started.get("other_model"),
+                resends_history=started.get("resends_history") is True,
             )
         finally:
             if "gateway.stop" in target.operations():
@@ -302,6 +372,11 @@ def _waited(target: Target) -> float:
     """How long the target's last request waited out rate limits (0 for targets that do not wait)."""
     waited = getattr(target, "waited_s", 0.0)
     return float(waited) if isinstance(waited, int | float) else 0.0
+
+
+def _shown(caller: Caller) -> dict[str, Any]:
+    """A caller as the report shows it: its key and its signal (None: none; a blank one as sent)."""
+    return {"api_key": caller.api_key, "signal": caller.signal}
 
 
 def _on(flag: bool) -> str:

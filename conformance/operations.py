@@ -222,8 +222,9 @@ _GATEWAY_OPERATIONS = (
         summary="Start a fresh gateway (empty cache, ledger and pool) whose language server is the one at "
         "ls_address; answers the API keys (each a caller identity), the model name to use in requests and, "
         "optionally, where its usage counts the LS's cache-write tokens (prompt: in prompt_tokens; apart: not), "
-        "after how many seconds it stops waiting on a running turn (wait_limit_s) and its longest silence in a "
-        "stream (heartbeat_s).",
+        "after how many seconds it stops waiting on a running turn (wait_limit_s), its longest silence in a "
+        "stream (heartbeat_s), another model it serves (other_model) and whether a resumed cascade gets the whole "
+        "history again by design (resends_history).",
         params=_object({"ls_address": {"type": "string"}, "csrf_token": {"type": "string"}}),
         result=_object(
             {
@@ -232,6 +233,8 @@ _GATEWAY_OPERATIONS = (
                 "cache_writes": {"enum": ["prompt", "apart"]},
                 "wait_limit_s": {"type": "number", "exclusiveMinimum": 0},
                 "heartbeat_s": {"type": "number", "exclusiveMinimum": 0},
+                "other_model": {"type": "string", "minLength": 1},
+                "resends_history": {"type": "boolean"},
             },
             required=["api_keys", "model"],
         ),
@@ -282,9 +285,17 @@ _GATEWAY_OPERATIONS = (
     ),
     Operation(
         name="gateway.retrieve",
-        summary="Read a stored response back (GET /v1/responses/{response_id}) as the caller of api_key; answers "
-        "the HTTP status and the JSON body.",
-        params=_object({"response_id": {"type": "string", "minLength": 1}, "api_key": {"type": "string"}}),
+        summary="Read a stored response back (GET /v1/responses/{response_id}) as the caller of api_key, with the "
+        "end user's per-user signal where the gateway reads one on a bodyless request (signal; null: none; "
+        "absent: the signal the target's own caller with that key sends); answers the HTTP status and the JSON body.",
+        params=_object(
+            {
+                "response_id": {"type": "string", "minLength": 1},
+                "api_key": {"type": "string"},
+                "signal": {"type": ["string", "null"]},
+            },
+            required=["response_id", "api_key"],
+        ),
         result=_object({"status": {"type": "integer"}, "body": {}}),
     ),
     Operation(

@@ -185,6 +185,22 @@ HTTP_FLAGS: tuple[HttpFlag, ...] = (
         pytest_help="the longest silence in a stream (default: undeclared)",
     ),
     HttpFlag(
+        "other-model",
+        "other_model",
+        metavar="NAME",
+        cli_help="another model the gateway serves; SCOPE-3 continues a conversation with it and expects a fresh "
+        "cascade (default: none, that change is not judged)",
+        pytest_help="another model the gateway serves (SCOPE-3; default: none)",
+    ),
+    HttpFlag(
+        "resends-history",
+        "resends_history",
+        switch=True,
+        cli_help="the gateway sends a resumed cascade the whole history again, by design; SCOPE-3 then skips its "
+        "'only the turns added since' clause",
+        pytest_help="a resumed cascade gets the whole history again, by design (SCOPE-3)",
+    ),
+    HttpFlag(
         "rate-limit-wait",
         "rate_limit_wait_s",
         metavar="S",
@@ -240,6 +256,8 @@ _HELP_ORDER: dict[Front, tuple[str, ...]] = {
         "cache-writes",
         "wait-limit",
         "heartbeat-interval",
+        "other-model",
+        "resends-history",
         "ready-timeout",
         "rate-limit-wait",
         "max-rps",
@@ -261,6 +279,8 @@ _HELP_ORDER: dict[Front, tuple[str, ...]] = {
         "cache-writes",
         "wait-limit",
         "heartbeat-interval",
+        "other-model",
+        "resends-history",
         "max-rps",
         "caller-scope",
         "read-scope",

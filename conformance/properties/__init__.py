@@ -32,6 +32,8 @@ _FAMILY_MODULES = (
     "conformance.properties.att",
     "conformance.properties.req",
     "conformance.properties.turn",
+    "conformance.properties.scope",
+    "conformance.properties.scope_history",
 )
 
 

@@ -41,14 +41,6 @@ from conformance.targets import Target
 RECOVERED = "The answer after the failure."
 
 
-def _content(answer: ChatAnswer) -> str:
-    if answer.events is not None:
-        return StreamView(answer.events).content
-    body = answer.body if isinstance(answer.body, dict) else {}
-    choices = [c for c in body.get("choices") or () if isinstance(c, dict)]
-    return "".join(str((c.get("message") or {}).get("content") or "") for c in choices)
-
-
 def _error_of(answer: ChatAnswer) -> Any:
     """The error the client got: the status of a non-2xx answer, or the error object inside a 2xx one."""
     if answer.status >= 300:
@@ -119,10 +111,10 @@ def _judge_failure(
     how = _how(failure)
     error = _error_of(failed)
     if error is None:
-        retried = len(sends(served)) >= 1 and _content(failed) == RECOVERED
+        retried = len(sends(served)) >= 1 and failed.content == RECOVERED
         assert retried, (
             f"the LS's {how}; the client got {failed.status} with no error and the content "
-            f"{_content(failed)!r} (an internal retry would have answered {RECOVERED!r})"
+            f"{failed.content!r} (an internal retry would have answered {RECOVERED!r})"
         )
         evidence.add("answered by an internal retry", True)
     elif failure.get("code") == RATE_LIMIT_CODE:
@@ -131,14 +123,14 @@ def _judge_failure(
             f"the LS's {how}: an upstream rate limit, which reached the client as {error!r}, not as a rate limit"
         )
     assert next_answer.status == 200, f"after the LS's {how} the next request was answered {next_answer.summary()}"
-    assert _content(next_answer) == RECOVERED, (
-        f"after the LS's {how} the next request was answered {_content(next_answer)!r}, expected {RECOVERED!r}"
+    assert next_answer.content == RECOVERED, (
+        f"after the LS's {how} the next request was answered {next_answer.content!r}, expected {RECOVERED!r}"
     )
 
 
 def _judge_turn(answer: Case, got: ChatAnswer, turn: int) -> None:
     """The text a turn delivered against the scripted answer its Send played."""
-    content = _content(got)
+    content = got.content
     response = "".join(answer["pieces"])
     if answer["error"] is not None:
         assert answer["error"] not in content, (
@@ -188,7 +180,7 @@ def this_turns_text_exactly_once(target: Target, case: Case, evidence: Evidence)
             played.append((turn, got, before, len(sends(gw.journal()))))
             if answer["error"] is not None:
                 break
-            messages.append({"role": "assistant", "content": _content(got)})
+            messages.append({"role": "assistant", "content": got.content})
     evidence.add("exchanges", gw.exchanges)
     for turn, got, before, after in played:
         require(after > before, f"turn {turn} reached no Send")
@@ -253,7 +245,7 @@ def a_failed_turn_leaves_nothing_behind(target: Target, case: Case, evidence: Ev
                 "the gateway served the failed turn as a success (TURN-3 judges that)",
             )
         # The client goes on from what it saw: the streamed text, or (answered an error) the text before the failure.
-        seen = _content(failed) if failed.events is not None else "".join(case["pieces"])
+        seen = failed.content if failed.events is not None else "".join(case["pieces"])
         following = [first, {"role": "assistant", "content": seen}, {"role": "user", "content": case["next_question"]}]
         gw.chat({"messages": following, "stream": False})
         after_next = gw.journal()
@@ -359,8 +351,8 @@ def _judge_heartbeats(gw: GatewayUnderTest, case: Case, limits: TimeLimits, evid
     gw.ls.load_scenario({"turns": [turn]})
     request = {"messages": [{"role": "user", "content": gw.tag(f"quiet: {case['first']}")}], "stream": True}
     answer = gw.chat(request)
-    assert _content(answer) == case["first"] + case["rest"], (
-        f"after {silence:g} s of silence (inside the wait limit) the turn's text is {_content(answer)!r}"
+    assert answer.content == case["first"] + case["rest"], (
+        f"after {silence:g} s of silence (inside the wait limit) the turn's text is {answer.content!r}"
     )
     assert _finish_reasons(answer) == ["stop"], (
         f"a turn that ended inside the wait limit ended with {_finish_reasons(answer)}, not stop"

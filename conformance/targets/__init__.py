@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from conformance.targets._http import HttpTarget
     from conformance.targets._http_options import HttpOptions, http_options
     from conformance.targets._launch import LaunchedGateway, LaunchSpec
-    from conformance.targets._scope import CallerScope, ReadScope
+    from conformance.targets._scope import Caller, CallerScope, ReadScope
 
 # The HTTP target imports fakels (it serves or spawns the fake); it is loaded on first use, so the
 # pytest plugin, which imports this package in every pytest run, never imports fakels at start-up.
@@ -32,6 +32,7 @@ _HTTP_NAMES = {
     "http_options": "conformance.targets._http_options",
     "LaunchSpec": "conformance.targets._launch",
     "LaunchedGateway": "conformance.targets._launch",
+    "Caller": "conformance.targets._scope",
     "CallerScope": "conformance.targets._scope",
     "ReadScope": "conformance.targets._scope",
 }
@@ -48,6 +49,7 @@ REFERENCE_TARGET = "python:conformance.targets.reference:make_target"
 
 __all__ = [
     "REFERENCE_TARGET",
+    "Caller",
     "CallerScope",
     "ExecTarget",
     "HttpOptions",

@@ -31,7 +31,7 @@ from conformance.targets._http_store import DEFAULT_STORE_LIMITS, HttpStore
 from conformance.targets._launch import LaunchedGateway, describe_exit
 from conformance.targets._loopback import loopback_url
 from conformance.targets._pace import Patience, Waits
-from conformance.targets._scope import Caller
+from conformance.targets._scope import Caller, CallerScope
 from conformance.targets._sse import sse_events, sse_lines
 from conformance.targets._stale import StaleConnection, once_more_if_stale, stale, transport_failures
 
@@ -61,6 +61,8 @@ def say(line: str) -> None:
 
 
 _CHAT_PATH = "/v1/chat/completions"
+# gateway.retrieve without a signal: the read carries the signal of this example's caller with that key.
+_EXAMPLE = object()
 _CLIENT_ONLY = frozenset({"self", "extra_headers", "extra_query", "extra_body", "timeout"})
 
 
@@ -191,7 +193,22 @@ class HttpTarget(DeclaredOperations):
             "cache_writes": self._options.cache_writes,
             "wait_limit_s": self._options.wait_limit_s,
             "heartbeat_s": self._options.heartbeat_s,
+            "other_model": self._options.other_model,
+            "resends_history": self._options.resends_history,
         }
+
+    def example_callers(self) -> list[Caller]:
+        """This example's callers: the first, then the other one (see :meth:`next_example`)."""
+        return list(self._example)
+
+    def all_callers(self) -> list[Caller]:
+        """Every caller the kit is on this gateway: one per key, then the first key with another signal."""
+        return list(self._callers)
+
+    @property
+    def caller_scope(self) -> CallerScope:
+        """The per-user signal the kit sends, and where bodyless requests carry it."""
+        return self._scope
 
     def next_example(self) -> None:
         """A new example begins: its other caller is the next of the callers after the first, so with
@@ -232,7 +249,7 @@ class HttpTarget(DeclaredOperations):
         elif op == "gateway.respond":
             result = self._responses.respond(params["request"], params["api_key"])
         elif op == "gateway.retrieve":
-            result = self._responses.retrieve(params["response_id"], params["api_key"])
+            result = self._responses.retrieve(params["response_id"], params["api_key"], params.get("signal", _EXAMPLE))
         elif op == "engine.build_send_request":
             result = self._build_send_request(**params)
         elif op.startswith("store."):
@@ -458,9 +475,13 @@ class HttpTarget(DeclaredOperations):
         with transport_failures(f"{method} {path}", self._failed, self._timeout()):
             return self._http.request(method, self._url + path, headers=headers, timeout=self._timeout(), **sent)
 
-    def _read_as(self, path: str, api_key: str) -> tuple[int, Any]:
-        """A bodyless GET as this example's caller holding ``api_key`` (its read signal included)."""
-        caller = next((c for c in self._example if c.api_key == api_key), self._example[0])
+    def _read_as(self, path: str, api_key: str, signal: object = None) -> tuple[int, Any]:
+        """A bodyless GET as the caller of ``api_key`` with ``signal`` (:data:`_EXAMPLE`: this example's caller
+        holding that key), the signal where --read-scope says."""
+        if signal is _EXAMPLE:
+            caller = next((c for c in self._example if c.api_key == api_key), self._example[0])
+        else:
+            caller = Caller(api_key, signal if isinstance(signal, str) else None)
         answer = self._send("GET", path, caller)
         return answer.status_code, body_of(answer.content)
 

@@ -52,6 +52,10 @@ class HttpOptions:
     # Seconds after which the gateway stops waiting on a running turn, and its longest silence in a stream.
     wait_limit_s: float | None = None
     heartbeat_s: float | None = None
+    # Another model the gateway serves (SCOPE-3 continues a conversation with it), and whether it declares that
+    # a resumed cascade gets the whole history again (SCOPE-3 then skips its "only the new turns" clause).
+    other_model: str | None = None
+    resends_history: bool = False
 
 
 def http_options(
@@ -74,6 +78,8 @@ def http_options(
     cache_writes: str | None = None,
     wait_limit_s: float | None = None,
     heartbeat_s: float | None = None,
+    other_model: str | None = None,
+    resends_history: bool = False,
     prefix: str = "--",
 ) -> HttpOptions | None:
     """The options of the command line (``prefix``: ``--`` or ``--cascade-``) as HttpOptions;
@@ -96,6 +102,8 @@ def http_options(
         "cache-writes": cache_writes is not None,
         "wait-limit": wait_limit_s is not None,
         "heartbeat-interval": heartbeat_s is not None,
+        "other-model": other_model is not None,
+        "resends-history": resends_history,
     }
     named = [f"{prefix}{name}" for name, present in given.items() if present]
     if not named:
@@ -116,6 +124,11 @@ def http_options(
         raise TargetSpecError(f"{prefix}api-key cannot be empty")
     if model is not None and not model:
         raise TargetSpecError(f"{prefix}model cannot be empty")
+    if other_model is not None and (not other_model or other_model == (model or DEFAULT_MODEL)):
+        raise TargetSpecError(
+            f"{prefix}other-model must name a model other than {prefix}model ({model or DEFAULT_MODEL}), "
+            f"got {other_model!r}"
+        )
     if rate_limit_wait_s is not None and not 0 <= rate_limit_wait_s <= MAX_RATE_LIMIT_WAIT_S:
         raise TargetSpecError(
             f"{prefix}rate-limit-wait is seconds from 0 (never wait) to {MAX_RATE_LIMIT_WAIT_S:g}, "
@@ -163,6 +176,8 @@ def http_options(
         cache_writes=cache_writes,
         wait_limit_s=wait_limit_s,
         heartbeat_s=heartbeat_s,
+        other_model=other_model,
+        resends_history=resends_history,
     )
 
 

@@ -30,7 +30,8 @@ _Answer = tuple[dict[str, Any], Mapping[str, str]]
 
 class HttpResponses:
     """``url``: the gateway's base URL, read when a request is made (a launched gateway's port is known late);
-    ``read``: a bodyless GET as the example caller holding an API key (status, JSON or text body);
+    ``read``: a bodyless GET as a caller (an API key, and a signal or the example caller's) (status, JSON or text
+    body);
     ``lines``: a stream's lines within the request timeout; ``failed``: a failure described for the report."""
 
     def __init__(
@@ -40,7 +41,7 @@ class HttpResponses:
         url: Callable[[], str],
         timeout_s: Callable[[], float],
         patience: Patience,
-        read: Callable[[str, str], tuple[int, Any]],
+        read: Callable[[str, str, object], tuple[int, Any]],
         lines: Callable[[Iterator[str], str], Iterator[str]],
         failed: Callable[[str], str],
     ) -> None:
@@ -61,8 +62,9 @@ class HttpResponses:
         )
         return answer
 
-    def retrieve(self, response_id: str, api_key: str) -> dict[str, Any]:
-        status, body = self._read(f"{RESPONSES_PATH}/{response_id}", api_key)
+    def retrieve(self, response_id: str, api_key: str, signal: object) -> dict[str, Any]:
+        """``signal``: the reader's per-user signal (None: none), or the example caller's with that key."""
+        status, body = self._read(f"{RESPONSES_PATH}/{response_id}", api_key, signal)
         return {"status": status, "body": body}
 
     def _attempt(self, request: Mapping[str, Any], api_key: str) -> _Answer:

@@ -61,6 +61,10 @@ http:// targets (docs/adapters.md, 'Black-box HTTP targets'):
   --heartbeat-interval S
                         the longest the gateway leaves a stream silent while the LS is (it sends heartbeats); TURN-5
                         holds it to that (default: undeclared)
+  --other-model NAME    another model the gateway serves; SCOPE-3 continues a conversation with it and expects a fresh
+                        cascade (default: none, that change is not judged)
+  --resends-history     the gateway sends a resumed cascade the whole history again, by design; SCOPE-3 then skips its
+                        'only the turns added since' clause
   --ready-timeout S     seconds the launched gateway has to answer (default: 30)
   --rate-limit-wait S   seconds the kit waits, over all retries of one request, when the gateway answers 429 or 503
                         with a wait (Retry-After, retry_after_ms); past it the example is left unjudged (default: 60;
@@ -84,11 +88,12 @@ usage: cascade-conformance run [-h] [--target TARGET] [--call-timeout CALL_TIMEO
                                [--launch-cwd DIR] [--launch-env NAME=VALUE] [--ls-wiring {dial,spawn,none}]
                                [--api-key API_KEY] [--model MODEL] [--ledger-path PATH] [--native-bridge]
                                [--store-limits LIMITS] [--cache-writes WHERE] [--wait-limit S]
-                               [--heartbeat-interval S] [--ready-timeout S] [--rate-limit-wait S] [--max-rps N]
-                               [--caller-scope SIGNAL] [--read-scope header:NAME|query:NAME] [--only ONLY]
-                               [--known-failures KNOWN_FAILURES] [--report REPORT] [--cache-dir CACHE_DIR]
-                               [--profile {ci,thorough}] [--seed SEED] [--max-examples N] [--no-shrink]
-                               [--shrink-budget S] [--log-level {DEBUG,INFO,WARNING,ERROR}]
+                               [--heartbeat-interval S] [--other-model NAME] [--resends-history] [--ready-timeout S]
+                               [--rate-limit-wait S] [--max-rps N] [--caller-scope SIGNAL]
+                               [--read-scope header:NAME|query:NAME] [--only ONLY] [--known-failures KNOWN_FAILURES]
+                               [--report REPORT] [--cache-dir CACHE_DIR] [--profile {ci,thorough}] [--seed SEED]
+                               [--max-examples N] [--no-shrink] [--shrink-budget S]
+                               [--log-level {DEBUG,INFO,WARNING,ERROR}]
 
 options:
   -h, --help            show this help message and exit
@@ -129,9 +134,9 @@ usage: cascade-conformance replay [-h] [--target TARGET] [--call-timeout CALL_TI
                                   [--launch-cwd DIR] [--launch-env NAME=VALUE] [--ls-wiring {dial,spawn,none}]
                                   [--api-key API_KEY] [--model MODEL] [--ledger-path PATH] [--native-bridge]
                                   [--store-limits LIMITS] [--cache-writes WHERE] [--wait-limit S]
-                                  [--heartbeat-interval S] [--ready-timeout S] [--rate-limit-wait S] [--max-rps N]
-                                  [--caller-scope SIGNAL] [--read-scope header:NAME|query:NAME]
-                                  [--cache-dir CACHE_DIR]
+                                  [--heartbeat-interval S] [--other-model NAME] [--resends-history]
+                                  [--ready-timeout S] [--rate-limit-wait S] [--max-rps N] [--caller-scope SIGNAL]
+                                  [--read-scope header:NAME|query:NAME] [--cache-dir CACHE_DIR]
                                   case
 
 positional arguments:

@@ -51,6 +51,7 @@ def _launch(*extra: str) -> Target:
         launch=LaunchSpec(command=command, cwd=None, env={}, wiring="spawn"),
         api_keys=_KEYS,
         model="cascade-base",
+        other_model="claude-sonnet-4-6",
         ledger_path="/v1/ledger",
         native_bridge="--native-bridge" in extra,
         store_limits=_STORE,

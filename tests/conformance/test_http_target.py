@@ -272,6 +272,8 @@ def test_gateway_defaults_and_operations(dialled: HttpTarget) -> None:
         "cache_writes": None,
         "wait_limit_s": None,
         "heartbeat_s": None,
+        "other_model": None,
+        "resends_history": False,
     }
     store = {"store.open", "store.put", "store.get", "store.delete"}
     assert dialled.operations() == frozenset({*ALWAYS_OFFERED, "gateway.ledger", "engine.build_send_request", *store})

@@ -263,6 +263,8 @@ HELP = (
     "--cascade-cache-writes=WHERE where usage counts cache-write tokens: prompt or apart (default: undeclared) "
     "--cascade-wait-limit=S seconds the gateway waits on a running turn (default: undeclared) "
     "--cascade-heartbeat-interval=S the longest silence in a stream (default: undeclared) "
+    "--cascade-other-model=NAME another model the gateway serves (SCOPE-3; default: none) "
+    "--cascade-resends-history a resumed cascade gets the whole history again, by design (SCOPE-3) "
     "--cascade-max-rps=N the fastest pace in requests per second (default: as fast as the gateway takes them) "
     "--cascade-caller-scope=SIGNAL the per-user signal request bodies carry: user, safety_identifier, "
     "prompt_cache_key, metadata.conversation_id, metadata.session_id, none (default: user) "

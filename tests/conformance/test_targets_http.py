@@ -79,6 +79,8 @@ def test_an_external_gateway_is_described_by_its_url_and_has_no_wired_ls(
         "cache_writes": None,
         "wait_limit_s": None,
         "heartbeat_s": None,
+        "other_model": None,
+        "resends_history": False,
     }
     first, other = target.scoped_body({"model": "m"}, 0), target.scoped_body({"model": "m"}, 1)
     assert first["user"] != other["user"], (first, other)

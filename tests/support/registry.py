@@ -1,6 +1,5 @@
-"""The catalogue invariants without a property yet (the twelve from the defects the public gateways
-fixed: issues 41 and 42 build them); tests of what the kit says about one without a property take a
-family's properties away for the test."""
+"""Tests of what the kit says about an invariant without a property take a family's properties away for the
+test (every catalogue invariant has one)."""
 
 from __future__ import annotations
 
@@ -8,15 +7,6 @@ import pytest
 
 import conformance.properties as registry
 from conformance.properties import properties
-
-NOT_YET_IMPLEMENTED = frozenset(
-    {
-        "SCOPE-1",
-        "SCOPE-2",
-        "SCOPE-3",
-        "SCOPE-4",
-    }
-)
 
 
 def without_family(monkeypatch: pytest.MonkeyPatch, family: str) -> None:

@@ -11,12 +11,15 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from conformance.targets import HttpOptions, HttpTarget
+from conformance.targets import CallerScope, HttpOptions, HttpTarget, ReadScope
 from engine.cascade import ClientIdentity, PollSettings
 from engine.http import Gateway, GatewayConfig, HttpSettings, ServedGateway
 
 _KEYS = {"conformance-key-alpha": "caller-alpha", "conformance-key-beta": "caller-beta"}
 _MODEL = "claude-sonnet-4-6"
+_OTHER_MODEL = "gpt-5"
+# The kit's requests carry their end user in the body as given; a read carries it where the engine reads one.
+_SCOPE = CallerScope("user", (ReadScope("header", "x-response-user"),))
 _FAST_POLL_S = 0.002
 # The reference gateway's declared time limits (TURN-5): short, so a turn that outlasts them is quick to play.
 _WAIT_LIMIT_S = 1.5
@@ -47,12 +50,13 @@ class GatewayOperations:
     def gateway_start(self, ls_address: str, csrf_token: str) -> dict[str, Any]:
         self.gateway_stop()
         self._served_gateway = ServedGateway(self._new_gateway(ls_address, csrf_token)).start()
-        options = HttpOptions(api_keys=tuple(_KEYS), model=_MODEL, ledger_path="/v1/ledger")
+        options = HttpOptions(api_keys=tuple(_KEYS), model=_MODEL, ledger_path="/v1/ledger", caller_scope=_SCOPE)
         self._gateway_client = HttpTarget(self._served_gateway.url, options)
         # The engine counts cache writes as prompt tokens (engine.http.shapes.openai_usage).
         return {
             "api_keys": list(_KEYS),
             "model": _MODEL,
+            "other_model": _OTHER_MODEL,
             "cache_writes": "prompt",
             "wait_limit_s": _WAIT_LIMIT_S,
             "heartbeat_s": _HEARTBEAT_S,
@@ -65,8 +69,8 @@ class GatewayOperations:
     def gateway_respond(self, request: dict[str, Any], api_key: str) -> dict[str, Any]:
         return self._http().call("gateway.respond", request=request, api_key=api_key)
 
-    def gateway_retrieve(self, response_id: str, api_key: str) -> dict[str, Any]:
-        return self._http().call("gateway.retrieve", response_id=response_id, api_key=api_key)
+    def gateway_retrieve(self, response_id: str, api_key: str, **signal: str | None) -> dict[str, Any]:
+        return self._http().call("gateway.retrieve", response_id=response_id, api_key=api_key, **signal)
 
     def gateway_ledger(self) -> dict[str, Any]:
         return self._http().call("gateway.ledger")

@@ -12,6 +12,7 @@ from typing import Any
 
 from tests.support.foreigngw.entries import ASSISTANT, CALL, chat_conversation, has_text
 from tests.support.foreigngw.http_io import GatewayError, Reply, bad_request, dumps, not_implemented
+from tests.support.foreigngw.knobs import chat_knobs
 from tests.support.foreigngw.lsclient import OnGrowth
 from tests.support.foreigngw.markup import parse_tools
 from tests.support.foreigngw.polling import PollWindows
@@ -90,7 +91,7 @@ def turn_request(settings: Settings, caller: str | None, body: Any) -> TurnReque
     if conversation.entries[-1].kind in (ASSISTANT, CALL):
         raise bad_request("the conversation must end with a user or tool message", param="messages")
     schema = chat_schema(body.get("response_format"))
-    return TurnRequest(caller, model, conversation, tools, schema, stop=stop)
+    return TurnRequest(caller, model, conversation, tools, schema, stop=stop, knobs=chat_knobs(body))
 
 
 def handle(settings: Settings, runner: Runner, caller: str | None, body: Any, reply: Reply) -> None:

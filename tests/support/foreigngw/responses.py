@@ -1,6 +1,8 @@
 """``/v1/responses``: ``POST`` plays one turn (non-stream only), continuing a stored conversation with
-``previous_response_id`` (replayed as history on a fresh cascade); ``GET`` and ``DELETE`` of a stored
-response (full personality, owner only). ``GET .../input_items`` is not served."""
+``previous_response_id`` (replayed as history on a fresh cascade, with the current request's
+``instructions`` only; a function call the client sends again that the chain already has, by its
+``call_id``, is not added twice); ``GET`` and ``DELETE`` of a stored response (full personality,
+owner only). ``GET .../input_items`` is not served."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from typing import Any
 
 from tests.support.foreigngw.entries import input_items, responses_conversation
 from tests.support.foreigngw.http_io import Reply, bad_request, not_implemented, response_not_found
+from tests.support.foreigngw.knobs import responses_knobs
 from tests.support.foreigngw.markup import parse_tools
 from tests.support.foreigngw.runner import Answer, Runner, TurnRequest
 from tests.support.foreigngw.settings import Settings
@@ -31,6 +34,17 @@ def wants_store(value: Any) -> bool:
     if isinstance(value, str):
         return value.strip().lower() not in _FALSE_WORDS
     return True
+
+
+def _call_id(item: Mapping[str, Any]) -> str:
+    return str(item.get("call_id") or "") if item.get("type") == "function_call" else ""
+
+
+def new_items(chain: list[dict[str, Any]], received: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``received`` without the function calls the chain already has (same ``call_id``): clients send
+    back the calls they answer, which the stored chain holds from its output."""
+    known = {call_id for call_id in map(_call_id, chain) if call_id}
+    return [item for item in received if _call_id(item) not in known]
 
 
 def output_items(answer: Answer) -> list[dict[str, Any]]:
@@ -76,12 +90,13 @@ def handle_post(
         raise bad_request("model is required", param="model")
     previous = body.get("previous_response_id")
     chain: list[dict[str, Any]] = []
-    if previous is not None:
+    # The defect previous-response-id-ignored: accepted, echoed, never looked up; the input is the conversation.
+    if previous is not None and not settings.defect("previous-response-id-ignored"):
         stored = store.items(str(previous), caller) if store is not None and caller is not None else None
         if stored is None:
             raise response_not_found("previous_response_id")
         chain = stored
-    received = input_items(body.get("input"))
+    received = new_items(chain, input_items(body.get("input")))
     tools = parse_tools(body.get("tools"))
     conversation = responses_conversation([*chain, *received], body.get("instructions"))
     if not settings.full and (tools or conversation.has_tool_traffic()):
@@ -89,7 +104,8 @@ def handle_post(
     if conversation.current_index() < 0:
         raise bad_request("the conversation has no user message", param="input")
     schema = responses_schema(body.get("text"))
-    request = TurnRequest(caller, model, conversation, tools, schema, resumable=previous is None)
+    knobs = responses_knobs(body)
+    request = TurnRequest(caller, model, conversation, tools, schema, resumable=previous is None, knobs=knobs)
     answer = runner.run(request)
     output = output_items(answer)
     keep = store is not None and caller is not None and wants_store(body.get("store", True))

@@ -8,7 +8,6 @@ request on a fresh cascade and estimates usage from text lengths.
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import threading
 import time
@@ -17,8 +16,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tests.support.foreigngw.entries import ASSISTANT, CALL, Conversation, Entry
+from tests.support.foreigngw.entries import ASSISTANT, CALL, USER, Conversation, Entry
 from tests.support.foreigngw.http_io import GatewayError, log
+from tests.support.foreigngw.knobs import canonical
 from tests.support.foreigngw.lsclient import LsClient, ModelError, OnGrowth, Polled, UpstreamError
 from tests.support.foreigngw.markup import ToolCall, ToolSpec, split_calls
 from tests.support.foreigngw.prompt import Limits, build_fresh, build_resume
@@ -27,6 +27,7 @@ from tests.support.foreigngw.structured import not_conforming, violation
 
 POOL_SIZE = 500
 CACHE_SIZE = 500
+IMAGE_KEY = "[image]"  # what the defect image-placeholder-key puts in the cache key for a data: image URL
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class TurnRequest:
     schema: Mapping[str, Any] | None = None
     resumable: bool = True
     stop: tuple[str, ...] = ()
+    knobs: str = ""  # canonical JSON of the other fields that can change the answer (knobs.py)
 
 
 @dataclass(frozen=True)
@@ -57,10 +59,6 @@ class _Pooled:
     generator_offset: int
 
 
-def _canonical(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-
-
 def _as_objects(content: Any) -> Any:
     """A parts list as a JavaScript gateway concatenates one: each part '[object Object]'."""
     return "".join("[object Object]" for _ in content) if isinstance(content, list) else content
@@ -68,6 +66,25 @@ def _as_objects(content: Any) -> Any:
 
 def _tools_key(tools: tuple[ToolSpec, ...]) -> list[Any]:
     return [[t.name, t.description, t.parameters] for t in tools]
+
+
+def _data_url(value: Any) -> bool:
+    return isinstance(value, str) and value.strip()[:5].lower() == "data:"
+
+
+def _image_placeholders(content: Any) -> Any:
+    """``content`` with every ``data:`` image URL (a string ``image_url`` or its ``url``) as IMAGE_KEY."""
+    if not isinstance(content, list):
+        return content
+    parts: list[Any] = []
+    for block in content:
+        reference = block.get("image_url") if isinstance(block, Mapping) else None
+        if _data_url(reference):
+            block = {**block, "image_url": IMAGE_KEY}
+        elif isinstance(reference, Mapping) and _data_url(reference.get("url")):
+            block = {**block, "image_url": {**reference, "url": IMAGE_KEY}}
+        parts.append(block)
+    return parts
 
 
 class Runner:
@@ -224,14 +241,29 @@ class Runner:
     # ------------------------------------------------------------------ pool and cache
 
     def _pool_key(self, caller: str | None, request: TurnRequest, entries: list[Entry]) -> str:
+        """The caller, the model and the conversation so far (a cascade answers with one model)."""
+        if self._settings.defect("user-only-fingerprint"):
+            # The defect user-only-fingerprint: the user turns only (no system, tools, answers, calls or results).
+            return canonical([caller, request.model, [e.key() for e in entries if e.kind == USER]])
         parts = [request.conversation.system, _tools_key(request.tools), [e.key() for e in entries]]
-        return _canonical([caller, parts])
+        return canonical([caller, request.model, parts])
 
     def _cache_key(self, request: TurnRequest) -> str:
-        entries = [[e.kind, e.content, e.name, e.arguments, e.call_id] for e in request.conversation.entries]
+        """Everything that can change the answer: the caller, the model, the whole conversation, the
+        schema, the tools, the stop sequences and the knobs."""
+        placeholders = self._settings.defect("image-placeholder-key")
+        entries = [
+            # The defect image-placeholder-key: every data: image URL is one constant, whatever its bytes.
+            [e.kind, _image_placeholders(e.content) if placeholders else e.content, e.name, e.arguments, e.call_id]
+            for e in request.conversation.entries
+        ]
         conversation = [request.conversation.system, entries]
+        # The defect cache-key-without-caller: the key is the body's alone, shared by every caller.
+        caller = None if self._settings.defect("cache-key-without-caller") else request.caller
         tools = _tools_key(request.tools)
-        return _canonical([request.caller, request.model, conversation, request.schema, tools, list(request.stop)])
+        return canonical(
+            [caller, request.model, conversation, request.schema, tools, list(request.stop), request.knobs]
+        )
 
     def _take_pooled(self, request: TurnRequest) -> _Pooled | None:
         entries = request.conversation.entries

@@ -20,8 +20,16 @@ _BODY = ("user", "safety_identifier", "prompt_cache_key")
 _METADATA = ("conversation_id", "session_id")
 
 
-def _named(value: Any) -> str | None:
+def _named(settings: Settings, value: Any) -> str | None:
+    """The signal ``value`` gives: a non-blank string, stripped; None for anything else."""
+    if settings.defect("blank-user-scope"):
+        # The defect blank-user-scope: any string is a signal, blank too, as given (typeof === "string").
+        return value if isinstance(value, str) else None
     return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def _scoped(key: str, signal: str | None) -> str | None:
+    return None if signal is None else f"{key}\x00{signal}"
 
 
 def body_caller(settings: Settings, key: str, body: Any) -> str | None:
@@ -30,11 +38,13 @@ def body_caller(settings: Settings, key: str, body: Any) -> str | None:
         return key
     signal = None
     if isinstance(body, Mapping):
-        signal = next((s for s in (_named(body.get(name)) for name in _BODY) if s), None)
+        signals = (_named(settings, body.get(name)) for name in _BODY)
+        signal = next((s for s in signals if s is not None), None)
         metadata = body.get("metadata")
         if signal is None and isinstance(metadata, Mapping):
-            signal = next((s for s in (_named(metadata.get(name)) for name in _METADATA) if s), None)
-    return f"{key}\x00{signal}" if signal else None
+            signals = (_named(settings, metadata.get(name)) for name in _METADATA)
+            signal = next((s for s in signals if s is not None), None)
+    return _scoped(key, signal)
 
 
 def read_caller(settings: Settings, key: str, headers: Mapping[str, str], target: str) -> str | None:
@@ -43,8 +53,10 @@ def read_caller(settings: Settings, key: str, headers: Mapping[str, str], target
         return key
     where, name = settings.read_scope
     if where == "header":
-        signal = _named(headers.get(name))
+        signal = _named(settings, headers.get(name))
     else:
-        values = urllib.parse.parse_qs(urllib.parse.urlsplit(target).query).get(name, [])
-        signal = _named(values[0]) if len(values) == 1 else None
-    return f"{key}\x00{signal}" if signal else None
+        blank = settings.defect("blank-user-scope")  # a blank parameter is a signal too (see _named)
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(target).query, keep_blank_values=blank)
+        values = query.get(name, [])
+        signal = _named(settings, values[0]) if len(values) == 1 else None
+    return _scoped(key, signal)

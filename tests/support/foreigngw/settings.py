@@ -27,6 +27,11 @@ DEFECTS = frozenset(
         "parts-as-objects",
         "wait-limit-as-stop",
         "read-says-completed",
+        "cache-key-without-caller",
+        "blank-user-scope",
+        "image-placeholder-key",
+        "user-only-fingerprint",
+        "previous-response-id-ignored",
     }
 )
 PERSONALITIES = ("full", "lean", "scoped")
