@@ -73,9 +73,11 @@ def _change(draw: st.DrawFn, kind: str) -> dict[str, Any]:
     if kind == "response_format":
         schema = {"type": "object", "properties": {draw(identifiers()): {"type": "string"}}}
         return {"response_format": {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}}
-    if kind in ("reasoning effort", "nested reasoning effort"):
-        effort = draw(st.sampled_from(("low", "medium", "high")))
-        return {"reasoning": {"effort": effort}} if kind.startswith("nested") else {"reasoning_effort": effort}
+    if kind == "reasoning effort":
+        return {"reasoning_effort": draw(st.sampled_from(("low", "medium")))}
+    if kind == "nested reasoning effort":
+        # Flat and nested name one setting: another value than the flat change's, or the two are one request.
+        return {"reasoning": {"effort": "high"}}
     if kind == "stop":
         return {"stop": [draw(unicode_text(min_size=1, max_size=8))]}
     if kind == "temperature":
@@ -85,7 +87,8 @@ def _change(draw: st.DrawFn, kind: str) -> dict[str, Any]:
     if kind == "top_k":
         return {"top_k": draw(st.integers(1, 100))}
     if kind in ("max_tokens", "max_completion_tokens"):
-        return {kind: draw(st.integers(256, 8192))}
+        # Two spellings of one limit (as the efforts above): odd for one, even for the other.
+        return {kind: 2 * draw(st.integers(128, 4096)) + (kind == "max_tokens")}
     assert kind == "tools", kind
     return {"tools": [_tool(draw(identifiers("lookup_")))]}
 
