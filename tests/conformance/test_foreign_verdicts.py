@@ -47,6 +47,8 @@ _KIT = (
     "apart",
     "--wait-limit",
     "1.5",
+    "--other-model",
+    "gpt-5",
 )
 # A quick pass per row (the docs' table comes from full runs, `benchmarks/bench_blackbox.py`).
 EXAMPLES = 6
@@ -99,6 +101,9 @@ FULL = {
     # TURN-2: failed turns neither kept nor resumed; it refuses streamed Responses, whose failed turns would have
     # an id to read back: a partial pass.
     "TURN": {"TURN-1": P, "TURN-2": PARTIAL, "TURN-3": P, "TURN-4": PARTIAL, "TURN-5": PARTIAL},
+    # It scopes by key alone, which a gateway may: two end users of one key are one caller to it (SCOPE-1 and
+    # SCOPE-4 judge the two keys and say so of the end users).
+    "SCOPE": {"SCOPE-1": PARTIAL, "SCOPE-2": P, "SCOPE-3": P, "SCOPE-4": PARTIAL},
 }
 
 
@@ -150,6 +155,8 @@ LEAN = {
         "REQ-2": P,
     },  # tool traffic is refused (501), the rest judged; it refuses stop: that honours REQ-2 too
     "TURN": FULL["TURN"],
+    # No cache, pool or store: nothing to share (SCOPE-1, SCOPE-2, SCOPE-4); SCOPE-3 judges its fresh cascades.
+    "SCOPE": {"SCOPE-1": NC, "SCOPE-2": NC, "SCOPE-3": PARTIAL, "SCOPE-4": NC},
 }
 
 
@@ -184,6 +191,10 @@ def test_the_lean_personality_is_not_checkable_for_what_it_lacks_and_fails_nothi
         ("parts-as-objects", "REQ", {"REQ-1"}),
         ("wait-limit-as-stop", "TURN", {"TURN-5"}),
         ("read-says-completed", "TURN", {"TURN-4"}),
+        ("cache-key-without-caller", "SCOPE", {"SCOPE-1"}),
+        ("image-placeholder-key", "SCOPE", {"SCOPE-2"}),
+        ("user-only-fingerprint", "SCOPE", {"SCOPE-3"}),
+        ("previous-response-id-ignored", "SCOPE", {"SCOPE-4"}),
     ],
 )
 def test_each_seed_defect_fails_exactly_its_invariants(
@@ -240,6 +251,8 @@ _SCOPED_KIT = (
     "max_messages=400,max_entry_bytes=100k",
     "--cache-writes",
     "apart",
+    "--other-model",
+    "gpt-5",
 )
 _READS = ("--read-scope", "header:x-response-user")
 
@@ -251,6 +264,8 @@ SCOPED = {
     # Launched with its default wait limit (600 s), declared to no one; wired to fakels' grpcio port, where no LS
     # failure at the HTTP level can be scripted (TURN-3 partial).
     "TURN": FULL["TURN"] | {"TURN-3": PARTIAL, "TURN-5": NC},
+    # It tells end users of one key apart: every clause is judged.
+    "SCOPE": dict.fromkeys(FULL["SCOPE"], P),
 }
 
 
@@ -293,6 +308,16 @@ def test_each_scoped_defect_fails_for_a_scoped_caller_and_is_not_checkable_for_a
     assert verdicts == {row: NC}, out
     reason = out.split(f"{row} ", 1)[1].split("\n\n", 1)[0]
     assert "--caller-scope" in reason, out  # the hint
+    assert code == 1, out
+
+
+def test_a_blank_user_taken_as_a_scope_fails_scope_1_alone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``user: ""`` is a scope of its own (one for every blank spelling): the blank end users of one key share a
+    cache that the key without a signal does not have."""
+    code, verdicts, out = run_scoped(tmp_path, capsys, "SCOPE", "FGW_DEFECTS=blank-user-scope")
+    assert {inv for inv, verdict in verdicts.items() if verdict == FAIL} == {"SCOPE-1"}, out
+    assert "error" not in verdicts.values(), out
+    assert "a blank user is not the same caller as none" in out, out
     assert code == 1, out
 
 

@@ -191,6 +191,21 @@ def test_launch_alone_takes_the_launch_defaults() -> None:
         ("http://127.0.0.1:1", {"model": ""}, "--model cannot be empty"),
         (
             "http://127.0.0.1:1",
+            {"other_model": ""},
+            "--other-model must name a model other than --model (claude-sonnet-4-6), got ''",
+        ),
+        (
+            "http://127.0.0.1:1",
+            {"model": "m", "other_model": "m"},
+            "--other-model must name a model other than --model (m), got 'm'",
+        ),
+        (
+            None,
+            {"resends_history": True},
+            "--resends-history applies only to an http:// target (--target http://HOST:PORT)",
+        ),
+        (
+            "http://127.0.0.1:1",
             {"cache_writes": "input"},
             "--cache-writes must be one of prompt, apart, got 'input'",
         ),

@@ -272,6 +272,9 @@ def test_the_options_are_carried() -> None:
     assert options.caller_scope == CallerScope(
         "metadata.conversation_id", (ReadScope("header", "x-user"), ReadScope("query", "uid"))
     )
+    assert (options.other_model, options.resends_history) == (None, False)
+    declared = _options(other_model="gpt-5", resends_history=True)
+    assert (declared.other_model, declared.resends_history) == ("gpt-5", True)
 
 
 @pytest.mark.parametrize(
@@ -397,3 +400,48 @@ def test_the_other_caller_of_a_chat_example_alternates_between_the_two_ways(fake
         [first, ("k2", signal(1))],  # the second key
         [first, ("k1", signal(2))],
     ]
+
+
+# ---------------------------------------------------------------------- reads as a caller of the property's choosing
+
+
+def test_a_read_carries_exactly_the_signal_asked_for(fake: FakeLSThread) -> None:
+    """gateway.retrieve with ``signal``: that signal (a blank one as it is) or, with null, none at all; without
+    it, the signal of the example's caller with that key."""
+    with canned_server({("GET", "/v1/responses/resp_1"): STORED}) as (url, received):
+        target = HttpTarget(url, HttpOptions(api_keys=("k1", "k2"), caller_scope=HEADER))
+        try:
+            received.clear()
+            for signal_given in ({"signal": "someone"}, {"signal": ""}, {"signal": None}, {}):
+                answer = target.call("gateway.retrieve", response_id="resp_1", api_key="k2", **signal_given)
+                assert answer["status"] == 200
+        finally:
+            target.close()
+    assert [_who(request)[2:] for request in received] == [
+        ("k2", None, "someone"),
+        ("k2", None, ""),
+        ("k2", None, None),
+        ("k2", None, signal(1)),
+    ]
+
+
+def test_the_caller_pairs_of_a_gateway_under_test(fake: FakeLSThread) -> None:
+    """Two keys give both pairs (the users of the first key: its signal and a third one, and the key alone as
+    the probe); one key gives only the users; no signal gives only the keys."""
+    from conformance.gateway import GatewayUnderTest
+    from conformance.targets import Caller
+
+    def pairs(scope: CallerScope, keys: tuple[str, ...]) -> list[tuple[str, Caller, Caller, Caller | None]]:
+        callers = scope.callers(keys)
+        gw = GatewayUnderTest(None, None, callers[:2], "m", scope, all_callers=callers)  # type: ignore[arg-type]
+        return [(p.kind, p.first, p.second, p.key_alone) for p in gw.caller_pairs()]
+
+    assert pairs(HEADER, ("k1", "k2")) == [
+        ("two API keys", Caller("k1", signal(0)), Caller("k2", signal(1)), None),
+        ("two end users of one key", Caller("k1", signal(0)), Caller("k1", signal(2)), Caller("k1", None)),
+    ]
+    assert pairs(HEADER, ("k1",)) == [
+        ("two end users of one key", Caller("k1", signal(0)), Caller("k1", signal(1)), Caller("k1", None)),
+    ]
+    assert pairs(CallerScope("none"), ("k1", "k2")) == [("two API keys", Caller("k1", None), Caller("k2", None), None)]
+    assert pairs(CallerScope("none"), ("k1",)) == []
