@@ -111,6 +111,8 @@ def test_a_run_on_a_launched_gateway_replays_through_the_same_options_and_keeps_
             "cache_writes": None,
             "wait_limit_s": None,
             "heartbeat_s": None,
+            "other_model": None,
+            "resends_history": False,
         },
         "operations": ["gateway.chat", "gateway.ledger", "gateway.respond", "gateway.retrieve"],
         "store.open": None,
@@ -149,6 +151,8 @@ def test_a_launched_gateway_wired_to_the_fake_has_the_store_limits_given(
         "cache_writes": None,
         "wait_limit_s": None,
         "heartbeat_s": None,
+        "other_model": None,
+        "resends_history": False,
     }
     assert out[5] == (
         f"  replay: cascade-conformance replay {tmp_path}/cases/wire-1.json --target http://127.0.0.1:0 "

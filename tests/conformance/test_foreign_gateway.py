@@ -133,7 +133,8 @@ def fake() -> Iterator[FakeLSThread]:
         yield server
 
 
-def _gateway(fake: FakeLSThread, factory: pytest.TempPathFactory, **extra: str) -> Iterator[Gateway]:
+def running_gateway(fake: FakeLSThread, factory: pytest.TempPathFactory, **extra: str) -> Iterator[Gateway]:
+    """A foreigngw with ``extra`` settings for a fixture's lifetime, stopped cleanly at its end."""
     gateway = launch(fake, factory.mktemp("fgw"), **extra)
     yield gateway
     assert gateway.stop() == 0, gateway.log()
@@ -141,18 +142,18 @@ def _gateway(fake: FakeLSThread, factory: pytest.TempPathFactory, **extra: str) 
 
 @pytest.fixture(scope="module")
 def full(fake: FakeLSThread, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
-    yield from _gateway(fake, tmp_path_factory, **LIMITS)
+    yield from running_gateway(fake, tmp_path_factory, **LIMITS)
 
 
 @pytest.fixture(scope="module")
 def lean(fake: FakeLSThread, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
-    yield from _gateway(fake, tmp_path_factory, FGW_PERSONALITY="lean")
+    yield from running_gateway(fake, tmp_path_factory, FGW_PERSONALITY="lean")
 
 
 @pytest.fixture(scope="module")
 def defective(fake: FakeLSThread, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     defects = "history-image-placeholder,no-schema-validation,splice-arguments,silent-count-drop"
-    yield from _gateway(fake, tmp_path_factory, FGW_DEFECTS=defects, **LIMITS)
+    yield from running_gateway(fake, tmp_path_factory, FGW_DEFECTS=defects, **LIMITS)
 
 
 def script(fake: FakeLSThread, *turns: Turn) -> None:

@@ -26,6 +26,7 @@ from tests.conformance.test_foreign_gateway import (
     Gateway,
     assistant,
     launch,
+    running_gateway,
     script,
     send_text,
     sends,
@@ -43,20 +44,14 @@ def fake() -> Iterator[FakeLSThread]:
         yield server
 
 
-def _running(fake: FakeLSThread, factory: pytest.TempPathFactory, **extra: str) -> Iterator[Gateway]:
-    gateway = launch(fake, factory.mktemp("fgw"), **extra)
-    yield gateway
-    assert gateway.stop() == 0, gateway.log()
-
-
 @pytest.fixture(scope="module")
 def plain(fake: FakeLSThread, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
-    yield from _running(fake, tmp_path_factory)
+    yield from running_gateway(fake, tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
 def switched(fake: FakeLSThread, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
-    yield from _running(fake, tmp_path_factory, FGW_DEFECTS=SWITCHES)
+    yield from running_gateway(fake, tmp_path_factory, FGW_DEFECTS=SWITCHES)
 
 
 def _scripted(fake: FakeLSThread) -> None:

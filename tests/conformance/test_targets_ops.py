@@ -37,6 +37,7 @@ def test_a_served_gateway_answers_chat_for_its_keys_and_keeps_a_ledger(reference
         "cache_writes": "prompt",
         "wait_limit_s": 1.5,
         "heartbeat_s": 0.25,
+        "other_model": "gpt-5",
     }
     request = {"model": "claude-sonnet-4-6", "messages": HELLO}
     answer = reference.gateway_chat(request, "conformance-key-beta")

@@ -85,10 +85,12 @@ def test_stream_is_not_in_the_key() -> None:
     assert cache_key("c", _body(stream=True)) == cache_key("c", _body(stream=False)) == cache_key("c", _body())
 
 
+@pytest.mark.invariant("SCOPE-1")
 def test_the_key_differs_per_caller() -> None:
     assert cache_key("caller-a", _body()) != cache_key("caller-b", _body())
 
 
+@pytest.mark.invariant("SCOPE-2")
 def test_a_knob_that_changes_the_answer_changes_the_key() -> None:
     assert cache_key("c", _body(temperature=0)) != cache_key("c", _body(temperature=1))
     assert cache_key("c", _body(temperature=0)) != cache_key("c", _body())
@@ -126,6 +128,7 @@ def test_max_completion_tokens_and_max_tokens_share_a_key() -> None:
         ({"reasoning": "low"}, None),
     ],
 )
+@pytest.mark.invariant("SCOPE-2")
 def test_reasoning_effort_falls_back_to_reasoning_effort_field(body: dict[str, Any], expected: object) -> None:
     assert normalize_request(_body(**body))["reasoning_effort"] == expected
 
@@ -175,6 +178,7 @@ def _image_url_message(url: str) -> dict[str, Any]:
     }
 
 
+@pytest.mark.invariant("SCOPE-2")
 def test_a_data_image_url_is_replaced_by_its_placeholder() -> None:
     body = _body(messages=[_image_url_message(f"data:image/png;base64,{HELLO_B64}")])
     part = normalize_request(body)["messages"][0]["content"][1]
@@ -515,6 +519,7 @@ _KNOB_VALUES: dict[str, Any] = {
 
 
 @pytest.mark.parametrize(("knob", "value"), list(_KNOB_VALUES.items()))
+@pytest.mark.invariant("SCOPE-2")
 def test_each_knob_is_taken_from_its_own_request_field(knob: str, value: object) -> None:
     normalized = normalize_request(_body(**{knob: value}))
     assert normalized[knob] == value

@@ -37,6 +37,7 @@ AUTH_A = {"Authorization": f"Bearer {KEY_A}"}
         ([], None),
     ],
 )
+@pytest.mark.invariant("SCOPE-1")
 def test_the_body_signal_is_the_first_non_blank_string(body: Any, signal: str | None) -> None:
     assert body_signal(body) == signal
 
@@ -86,6 +87,7 @@ def test_an_entry_is_read_only_by_its_end_user_named_in_a_header_or_the_query(
     assert alice.status_code == 200
 
 
+@pytest.mark.invariant("SCOPE-4")
 def test_chaining_needs_the_same_end_user(fake: FakeLSThread, served: ServedGateway) -> None:
     play(fake, {"chunks": [{"text": "first"}]}, {"chunks": [{"text": "second"}]})
     entry = _create(served, {"metadata": {"conversation_id": "c-1"}})
@@ -102,6 +104,7 @@ def test_chaining_needs_the_same_end_user(fake: FakeLSThread, served: ServedGate
 
 
 @pytest.mark.parametrize("blank", ["", "   "])
+@pytest.mark.invariant("SCOPE-1")
 def test_a_blank_user_is_the_key_alone(fake: FakeLSThread, served: ServedGateway, blank: str) -> None:
     play(fake, {"chunks": [{"text": "shared"}]})
     entry = _create(served, {"user": blank})
@@ -119,6 +122,7 @@ def _chat(fake: FakeLSThread, served: ServedGateway, user: str | None) -> int:
     return len(sends(fake))
 
 
+@pytest.mark.invariant("SCOPE-1")
 def test_the_cache_never_answers_another_end_user_of_the_key(fake: FakeLSThread, served: ServedGateway) -> None:
     play(fake, *[{"chunks": [{"text": f"answer {n}"}]} for n in range(3)])
     assert _chat(fake, served, "alice") == 1

@@ -291,6 +291,7 @@ def test_a_function_call_output_takes_only_input_parts() -> None:
 # ---------------------------------------------------------------------------------------- chaining
 
 
+@pytest.mark.invariant("SCOPE-4")
 def test_merging_keeps_the_stored_items_and_drops_replayed_calls_only() -> None:
     prior: list[dict[str, Any]] = [
         {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "q"}]},

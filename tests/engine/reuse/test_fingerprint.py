@@ -163,6 +163,7 @@ def test_image_blocks_are_digested_by_their_data() -> None:
     }
 
 
+@pytest.mark.invariant("SCOPE-3")
 def test_the_assistant_projection_keeps_collapsed_text_and_a_tool_call_digest() -> None:
     openai = assistant(" Let me   look.\n", [call("c1", "Read", '{"path":"a","offset":1.0}')])
     anthropic = assistant(
@@ -227,6 +228,7 @@ def test_drift_that_does_not_change_the_conversation_keeps_the_fingerprint() -> 
     assert fingerprint_before([system("You are terse."), *base[1:]]) != fingerprint_before(base)
 
 
+@pytest.mark.invariant("SCOPE-3")
 def test_the_key_covers_caller_model_route_system_and_media() -> None:
     convo = [
         user(
@@ -256,6 +258,7 @@ def test_unhashable_media_in_a_prior_turn_disables_reuse() -> None:
     assert fingerprint_before([*convo[1:]]) is not None
 
 
+@pytest.mark.invariant("SCOPE-3")
 def test_emulated_tools_are_part_of_the_key_in_any_order() -> None:
     tools = [
         {"type": "function", "function": {"name": "Read", "description": "read", "parameters": {"type": "object"}}},

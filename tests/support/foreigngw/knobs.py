@@ -36,29 +36,26 @@ def _effort(body: Mapping[str, Any]) -> Any:
     return nested.get("effort") if isinstance(nested, Mapping) else None
 
 
-def chat_knobs(body: Mapping[str, Any]) -> str:
-    """The knobs of a Chat body (its ``stop`` is in the turn already, parsed)."""
+def _knobs(body: Mapping[str, Any], output: str, caps: tuple[str, ...]) -> str:
+    """The knobs of a body whose output format is its ``output`` field and whose token cap is the first of
+    ``caps`` given."""
     return canonical(
         {
             "tool_choice": body.get("tool_choice"),
-            "response_format": body.get("response_format"),
+            output: body.get(output),
             "reasoning_effort": _effort(body),
             "thinking": body.get("thinking"),
             **{name: body.get(name) for name in _SAMPLING},
-            "max_tokens": _given(body, "max_completion_tokens", "max_tokens"),
+            "max_tokens": _given(body, *caps),
         }
     )
+
+
+def chat_knobs(body: Mapping[str, Any]) -> str:
+    """The knobs of a Chat body (its ``stop`` is in the turn already, parsed)."""
+    return _knobs(body, "response_format", ("max_completion_tokens", "max_tokens"))
 
 
 def responses_knobs(body: Mapping[str, Any]) -> str:
     """The knobs of a Responses body (``text`` holds its output format)."""
-    return canonical(
-        {
-            "tool_choice": body.get("tool_choice"),
-            "text": body.get("text"),
-            "reasoning_effort": _effort(body),
-            "thinking": body.get("thinking"),
-            **{name: body.get(name) for name in _SAMPLING},
-            "max_tokens": body.get("max_output_tokens"),
-        }
-    )
+    return _knobs(body, "text", ("max_output_tokens",))
