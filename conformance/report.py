@@ -164,7 +164,10 @@ def write_junit(results: list[Result], path: Path, target_description: str) -> P
             name=result.invariant.id,
             time=f"{result.seconds:.3f}",
         )
-        ET.SubElement(ET.SubElement(case, "properties"), "property", name="verdict", value=result.line)
+        properties = ET.SubElement(case, "properties")
+        # ``status``: one word for programs; ``verdict``: the line a person reads, which may say more.
+        ET.SubElement(properties, "property", name="status", value=result.status.word)
+        ET.SubElement(properties, "property", name="verdict", value=result.line)
         if result.status in (Status.FAIL, Status.ERROR, Status.UNEXPECTED_PASS):
             tag = "error" if result.status == Status.ERROR else "failure"
             element = ET.SubElement(case, tag, message=result.line + ": " + _first_line(result.message))

@@ -41,6 +41,12 @@ class Status(StrEnum):
     def passed(self) -> bool:
         return self in (Status.PASS, Status.PARTIAL)
 
+    @property
+    def word(self) -> str:
+        """The status as one bare word for programs (junit.xml's ``status`` property): ``pass``, ``partial``,
+        ``fail``, ``error``, ``not-checkable``, ``known-failure`` or ``unexpected-pass``; never the display line."""
+        return "unexpected-pass" if self == Status.UNEXPECTED_PASS else self.value.replace(" ", "-")
+
 
 @dataclass(frozen=True)
 class Failure:

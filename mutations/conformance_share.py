@@ -156,8 +156,9 @@ def _junit_verdicts(path: Path, what: str) -> dict[str, str]:
         raise NoVerdict(f"{what}: cascade-conformance run left no readable junit.xml ({exc})") from exc
     verdicts: dict[str, str] = {}
     for case in suite.iter("testcase"):
-        verdict = case.find("properties/property[@name='verdict']")
-        if verdict is None or not case.get("name"):
-            raise NoVerdict(f"{what}: a test case in junit.xml has no name or verdict")
-        verdicts[str(case.get("name"))] = str(verdict.get("value"))
+        # The status word, never the display line ("fail (2 distinct failures)", "pass (partial: ...)").
+        status = case.find("properties/property[@name='status']")
+        if status is None or not case.get("name"):
+            raise NoVerdict(f"{what}: a test case in junit.xml has no name or status")
+        verdicts[str(case.get("name"))] = str(status.get("value"))
     return verdicts

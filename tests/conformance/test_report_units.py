@@ -189,9 +189,13 @@ def _testcase(suite: ET.Element, inv_id: str) -> ET.Element:
 
 
 def _verdict(case: ET.Element) -> str | None:
-    (prop,) = case.findall("properties/property")
-    assert prop.get("name") == "verdict"
-    return prop.get("value")
+    return _property(case, "verdict")
+
+
+def _property(case: ET.Element, name: str) -> str | None:
+    properties = {prop.get("name"): prop.get("value") for prop in case.findall("properties/property")}
+    assert sorted(str(name) for name in properties) == ["status", "verdict"], properties
+    return properties[name]
 
 
 def _a_run() -> list[Result]:
@@ -228,6 +232,22 @@ def test_the_junit_suite_counts_each_verdict_where_ci_expects_it(tmp_path: Path)
         "SO-3",
         "STORE-8",
     ]
+
+
+def test_each_junit_testcase_carries_one_status_word_beside_its_verdict_line(tmp_path: Path) -> None:
+    """Programs read ``status`` (one word per kind of verdict); ``verdict`` is the line a person reads."""
+    suite = _junit(_a_run(), tmp_path / "junit.xml")
+    words = {case.get("name"): _property(case, "status") for case in suite.iter("testcase")}
+    assert words == {
+        "WIRE-1": "pass",
+        "WIRE-2": "partial",
+        "SO-1": "fail",
+        "WIRE-3": "error",
+        "SO-2": "unexpected-pass",
+        "SO-3": "known-failure",
+        "STORE-8": "not-checkable",
+    }
+    assert {status.word for status in Status} == set(words.values())
 
 
 def test_each_junit_testcase_names_its_family_time_and_verdict(tmp_path: Path) -> None:

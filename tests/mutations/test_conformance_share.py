@@ -47,8 +47,8 @@ from engine import toy
 
 
 def verdict(invariant):
-    if invariant == "WIRE-1":
-        return "pass" if toy.add(2, 3) == 5 else "fail"
+    if invariant == "WIRE-1":  # a partial pass, and a catch with two distinct failures
+        return "partial" if toy.add(2, 3) == 5 else "fail"
     try:
         toy.describe(2)
     except Exception:
@@ -62,14 +62,17 @@ only = args[args.index("--only") + 1].split(",")
 report = Path(args[args.index("--report") + 1])
 report.mkdir(parents=True)
 verdicts = {invariant: verdict(invariant) for invariant in only}
+# What a person reads beside the status word: the share must read the word (the kit's own junit.xml does the same).
+display = {"fail": "fail (2 distinct failures)", "partial": "pass (partial: the journal, not exposed)"}
 cases = "".join(
     f'<testcase classname="conformance.WIRE" name="{inv}"><properties>'
-    f'<property name="verdict" value="{v}" /></properties></testcase>'
+    f'<property name="status" value="{v}" /><property name="verdict" value="{display.get(v, v)}" />'
+    "</properties></testcase>"
     for inv, v in verdicts.items()
 )
 (report / "junit.xml").write_text(f'<testsuite name="cascade-conformance">{cases}</testsuite>', encoding="utf-8")
 toy.after_run()
-sys.exit(0 if set(verdicts.values()) == {"pass"} else 1)
+sys.exit(0 if set(verdicts.values()) <= {"pass", "partial"} else 1)
 """
 
 TESTS = """from engine.toy import add, describe
