@@ -73,12 +73,12 @@ def _argv(gateway: str, report: Path) -> list[str]:
         for pair in (*(_SCOPED_ENV if gateway == "scoped" else _FOREIGN_ENV), *extra):
             argv += ["--launch-env", pair]
         if gateway != "scoped":
-            declared = ["--cache-writes", "apart", "--wait-limit", "1.5"]
+            declared = ["--cache-writes", "apart", "--wait-limit", "1.5", "--other-model", "gpt-5"]
             return [*argv, *_SMALL_STORE, "--api-key", "fk-1", "--api-key", "fk-2", *declared]
         scoped = ["--store-limits", "max_messages=400,max_entry_bytes=100k", "--api-key", "fk-1", *_READS]
-        return [*argv, *scoped, "--cache-writes", "apart"]
+        return [*argv, *scoped, "--cache-writes", "apart", "--other-model", "gpt-5"]
     argv += [*_SMALL_STORE, "--launch", _ENGINE, "--api-key", "bk-1", "--api-key", "bk-2", "--cache-writes", "prompt"]
-    argv += ["--wait-limit", "2.5", "--heartbeat-interval", "0.25"]
+    argv += ["--wait-limit", "2.5", "--heartbeat-interval", "0.25", "--other-model", "gpt-5"]
     return [*argv, "--ledger-path", "/v1/ledger", *_READS]
 
 
