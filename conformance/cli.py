@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import os
@@ -13,8 +14,6 @@ import sys
 import textwrap
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 
 from conformance.cases import CaseFileError, read_case
@@ -30,6 +29,8 @@ from conformance.report import (
     PROGRAM,
     RunInfo,
     detail_line,
+    kit_version,
+    now_utc,
     replay_command,
     save_failure_cases,
     summary_line,
@@ -38,6 +39,7 @@ from conformance.report import (
     write_junit,
     write_markdown,
 )
+from conformance.results_document import results_document, write_results
 from conformance.runner import (
     Result,
     RunOptions,
@@ -152,17 +154,6 @@ def _target_words(args: argparse.Namespace) -> tuple[str, ...]:
 
 def _http_flag_words(args: argparse.Namespace) -> list[str]:
     return given_words("cli", lambda flag: getattr(args, flag.dest))
-
-
-def _kit_version() -> str:
-    try:
-        return metadata.version(PROGRAM)
-    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
-        return "(not installed)"
-
-
-def _now_utc() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _program() -> str:
@@ -282,7 +273,7 @@ def _run_with_logging_set(args: argparse.Namespace, watch: InterruptWatch) -> in
         shrink_budget_s=budget,
     )
     info = RunInfo(
-        _kit_version(), args.profile, args.seed, args.shrink, args.max_examples, _now_utc(), shrink_budget_s=budget
+        kit_version(), args.profile, args.seed, args.shrink, args.max_examples, now_utc(), shrink_budget_s=budget
     )
     results, stopped, gone = _run_chosen(chosen, target, options, known, watch)
     with watch.shield():  # a signal now must not cut short the report of what finished
@@ -347,6 +338,9 @@ def _report(
     gateway_log = _save_gateway_output(target, args.report)
     cases = save_failure_cases(results, args.report, target.description, _target_words(args))
     junit = write_junit(results, args.report / "junit.xml", target.description)
+    replay = functools.partial(replay_command, target=args.target, target_flags=_http_flags(args), program=_program())
+    document = results_document(results, target=target.description, info=info, cases=cases, replay=replay)
+    results_file = write_results(args.report / "results.json", document)
     markdown = write_markdown(
         results,
         args.report / "report.md",
@@ -370,7 +364,7 @@ def _report(
     waiting = waiting_line(results)
     if waiting is not None:
         print(waiting)
-    print(f"reports: {markdown} {junit}" + (f" {gateway_log}" if gateway_log else ""))
+    print(f"reports: {markdown} {junit} {results_file}" + (f" {gateway_log}" if gateway_log else ""))
     for result in unexpected:
         messages = [f.message for f in result.failures] or [result.message]
         for number, message in enumerate(messages, start=1):

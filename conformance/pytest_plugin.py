@@ -37,12 +37,14 @@ of the working directory; the user's own Hypothesis tests are left as they are.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import shlex
 import shutil
 import sys
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -123,6 +125,7 @@ class _Suite:
     # The command-line words that reach the target, for case files and replay lines (the CLI's flags).
     target_words: tuple[str, ...]
     results: list[Result] = field(default_factory=list)  # this process's verdicts, known failures read
+    started: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
 
 _SUITE_KEY = pytest.StashKey[_Suite]()
@@ -376,7 +379,7 @@ def _kit_command() -> str:
 
 _WORKER_RESULTS = "cascade_conformance_results"
 _COLLECTED_KEY = pytest.StashKey[list[dict[str, Any]]]()
-_REPORTS_KEY = pytest.StashKey[tuple[Path, Path]]()
+_REPORTS_KEY = pytest.StashKey[tuple[Path, Path, Path]]()
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -405,7 +408,16 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if not results:
         return
     from conformance.catalogue import CATALOGUE
-    from conformance.report import failure_case_paths, target_callers, write_junit, write_markdown
+    from conformance.report import (
+        RunInfo,
+        failure_case_paths,
+        kit_version,
+        replay_command,
+        target_callers,
+        write_junit,
+        write_markdown,
+    )
+    from conformance.results_document import results_document, write_results
 
     order = {inv_id: index for index, inv_id in enumerate(CATALOGUE)}
     results.sort(key=lambda r: order[r.invariant.id])
@@ -424,7 +436,14 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         callers=target_callers(suite.target),
     )
     junit = write_junit(results, suite.report_dir / "junit.xml", description)
-    config.stash[_REPORTS_KEY] = (markdown, junit)
+    options = suite.options
+    info = RunInfo(
+        kit_version(), options.profile, options.seed, options.shrink, options.max_examples, suite.started,
+        shrink_budget_s=options.shrink_budget_s,
+    )  # fmt: skip
+    replay = functools.partial(replay_command, target=spec, target_flags=extra, program=_kit_command())
+    document = results_document(results, target=description, info=info, cases=cases, replay=replay)
+    config.stash[_REPORTS_KEY] = (markdown, junit, write_results(suite.report_dir / "results.json", document))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -439,7 +458,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_line(f"{inv_id:<{width}}  {text}")
     reports = terminalreporter.config.stash.get(_REPORTS_KEY, None)
     if reports is not None:
-        terminalreporter.write_line(f"reports: {reports[0]} {reports[1]}")
+        terminalreporter.write_line(f"reports: {' '.join(str(path) for path in reports)}")
 
 
 def verdict_rows(stats: dict[str, list[Any]]) -> list[tuple[str, str]]:

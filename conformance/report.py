@@ -8,6 +8,8 @@ import json
 import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
@@ -43,6 +45,19 @@ def _clip(text: str, width: int) -> str:
 
 
 PROGRAM = "cascade-conformance"
+
+
+def kit_version() -> str:
+    """The installed kit's version, for the reports' headers."""
+    try:
+        return metadata.version(PROGRAM)
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "(not installed)"
+
+
+def now_utc() -> str:
+    """Now, as the reports say when a run started: ISO 8601, UTC, to the second."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 @dataclass(frozen=True)
@@ -102,7 +117,8 @@ def counterexample_heading(shrunk: bool, cut_short: bool = False) -> str:
     return "Minimal counterexample" if shrunk else "Counterexample (as found, not shrunk)"
 
 
-def _failures(result: Result) -> list[Failure]:
+def distinct_failures(result: Result) -> list[Failure]:
+    """Every distinct failure of ``result``; a failed result without any recorded: one made of its message."""
     if result.failures:
         return result.failures
     if result.status in (Status.FAIL, Status.ERROR, Status.KNOWN_FAILURE):
@@ -136,7 +152,7 @@ def _case_files(results: list[Result], report_dir: Path) -> Iterator[tuple[Resul
     for result in results:
         if result.status not in (Status.FAIL, Status.ERROR, Status.KNOWN_FAILURE):
             continue
-        for number, failure in enumerate(_failures(result), start=1):
+        for number, failure in enumerate(distinct_failures(result), start=1):
             if failure.case is not None:
                 stem = result.invariant.id.lower() + (f"-{number}" if number > 1 else "")
                 yield result, failure, failure.case, report_dir / "cases" / f"{stem}.json"
@@ -171,7 +187,7 @@ def write_junit(results: list[Result], path: Path, target_description: str) -> P
         if result.status in (Status.FAIL, Status.ERROR, Status.UNEXPECTED_PASS):
             tag = "error" if result.status == Status.ERROR else "failure"
             element = ET.SubElement(case, tag, message=result.line + ": " + _first_line(result.message))
-            element.text = "\n\n".join(_failure_text(f) for f in _failures(result)) or result.message
+            element.text = "\n\n".join(_failure_text(f) for f in distinct_failures(result)) or result.message
         elif result.status in (Status.NOT_CHECKABLE, Status.KNOWN_FAILURE):
             ET.SubElement(case, "skipped", message=f"{result.status.value}: {result.message}")
         elif result.status == Status.PARTIAL:
@@ -228,7 +244,7 @@ def write_markdown(
             continue
         inv = result.invariant
         lines += ["", f"## {inv.id}: {result.line}", "", f"> {inv.statement}"]
-        failures = _failures(result)
+        failures = distinct_failures(result)
         if not failures:
             lines += ["", "```", result.message, "```"]
         saved = cases.get(inv.id, [])

@@ -16,6 +16,7 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
+import jsonschema
 import pytest
 from hypothesis import configuration
 from hypothesis import strategies as st
@@ -23,6 +24,7 @@ from hypothesis.errors import HypothesisWarning
 
 from conformance.cli import main
 from conformance.properties import Case, Check, Evidence
+from conformance.results_document import RESULTS_SCHEMA
 from conformance.targets import Target
 from tests.conformance.cli_support import (
     FAILS,
@@ -50,7 +52,7 @@ IMG-3    error                   2 ex   Ts  Bounds: at most CASCADE_MAX_HISTORY_
 OFF-1    not checkable                         Generator-metadata parsing keeps the record count when no record…
          not checkable on this target: it lacks ls.serve
 7 invariant(s): 1 pass, 1 partial, 2 fail, 1 error, 2 not checkable
-reports: R/report.md R/junit.xml
+reports: R/report.md R/junit.xml R/results.json
 
 WIRE-2 fail [1/2]: b is wrong too
 
@@ -117,6 +119,40 @@ def test_a_run_prints_progress_then_results_counts_reports_and_each_unexpected_f
 
 
 @pytest.mark.usefixtures("every_verdict")
+def test_results_json_holds_every_verdict_as_one_word_with_its_examples_failures_and_replays(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", "--target", NOTHING, "--only", "wire,img,off-1", "--report", str(tmp_path)]) == 1
+    capsys.readouterr()
+    document = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    jsonschema.validate(document, RESULTS_SCHEMA)
+    assert (document["schema"], document["target"], document["profile"], document["seed"]) == (1, NOTHING, "ci", None)
+    assert document["started"].startswith("20")
+    assert document["interrupted"] is None
+    by_id = {entry["id"]: entry for entry in document["invariants"]}
+    assert {inv: entry["status"] for inv, entry in by_id.items()} == {
+        "WIRE-1": "pass",
+        "WIRE-2": "fail",
+        "WIRE-3": "fail",
+        "IMG-1": "not-checkable",
+        "IMG-2": "partial",
+        "IMG-3": "error",
+        "OFF-1": "not-checkable",
+    }
+    wire2 = by_id["WIRE-2"]
+    assert wire2["verdict"] == "fail (2 distinct failures)"  # the display line, apart from the word
+    assert [f["message"] for f in wire2["failures"]] == ["b is wrong too", "a is wrong"]
+    cases = [f["case_file"] for f in wire2["failures"]]
+    assert cases == [str(tmp_path / "cases" / "wire-2.json"), str(tmp_path / "cases" / "wire-2-2.json")]
+    assert [f["replay"] for f in wire2["failures"]] == [
+        f"cascade-conformance replay {case} --target {NOTHING}" for case in cases
+    ]
+    assert by_id["IMG-1"]["examples"]["not_judged"] >= 1
+    assert by_id["IMG-1"]["examples"]["reasons"]
+    assert by_id["WIRE-1"]["failures"] == []
+
+
+@pytest.mark.usefixtures("every_verdict")
 def test_a_run_without_only_ends_with_the_count_of_invariants_not_yet_implemented(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -156,7 +192,7 @@ def test_the_exit_code_is_1_exactly_when_a_verdict_is_unexpected_or_nothing_was_
     lines = capsys.readouterr().out.splitlines()
     at = lines.index(counts)
     assert [line.split()[0] for line in lines[:at] if not line.startswith(" ")] == ids
-    assert lines[at + 1] == f"reports: {tmp_path}/report.md {tmp_path}/junit.xml"
+    assert lines[at + 1] == f"reports: {tmp_path}/report.md {tmp_path}/junit.xml {tmp_path}/results.json"
     assert len(lines) == at + 2 + after
     if verdicts.count(UNMET) == len(verdicts):
         assert lines[-1].startswith(f"nothing was judged: all {len(ids)} invariant(s) were not checkable")

@@ -100,7 +100,7 @@ def test_a_run_on_a_launched_gateway_replays_through_the_same_options_and_keeps_
     argv += ["--cache-dir", str(tmp_path / "cache")]
     assert main(argv) == 1
     out = capsys.readouterr().out.splitlines()
-    assert out[2] == f"reports: {report}/report.md {report}/junit.xml {report}/gateway-output.log"
+    assert out[2] == f"reports: {report}/report.md {report}/junit.xml {report}/results.json {report}/gateway-output.log"
     assert "echo-gateway: serving on" in (report / "gateway-output.log").read_text(encoding="utf-8")
     facts = json.loads(out[4].removeprefix("WIRE-1 fail: "))
     assert facts == {

@@ -1,15 +1,18 @@
 """The pytest plugin leaves what ``cascade-conformance run`` leaves: a case file per failure, a
-replay line in the failure that runs the case again, and report.md and junit.xml in the report
+replay line in the failure that runs the case again, and report.md, junit.xml and results.json in the report
 folder (under xdist, written once by the controller from every worker's verdicts:
 test_pytest_plugin.py::test_the_suite_under_xdist_gives_the_serial_verdicts)."""
 
 from __future__ import annotations
 
+import json
 import shlex
 import subprocess
 
+import jsonschema
 import pytest
 
+from conformance.results_document import RESULTS_SCHEMA
 from tests.conformance.plugin_support import FORGETS_FIELDS
 from tests.conformance.plugin_support import run as _run
 
@@ -32,4 +35,12 @@ def test_a_failure_saves_its_case_and_prints_a_replay_line_that_runs_it(pytester
     assert "| WIRE-1 | fail |" in report
     assert "| WIRE-2 | pass |" in report
     assert (pytester.path / "out" / "junit.xml").is_file()
-    result.stdout.fnmatch_lines([f"reports: {pytester.path / 'out' / 'report.md'} *junit.xml"])
+    result.stdout.fnmatch_lines([f"reports: {pytester.path / 'out' / 'report.md'} *junit.xml *results.json"])
+    results = json.loads((pytester.path / "out" / "results.json").read_text(encoding="utf-8"))
+    jsonschema.validate(results, RESULTS_SCHEMA)
+    assert (results["target"], results["profile"]) == (FORGETS_FIELDS, "ci")
+    by_id = {entry["id"]: entry for entry in results["invariants"]}
+    assert (by_id["WIRE-1"]["status"], by_id["WIRE-2"]["status"]) == ("fail", "pass")
+    (failure,) = by_id["WIRE-1"]["failures"]
+    assert failure["case_file"] == str(case)
+    assert failure["replay"] == replay
