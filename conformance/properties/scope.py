@@ -30,7 +30,7 @@ def _asked(
     return answer, upstream(before, gw.journal())
 
 
-def _key_scoped(evidence: Evidence, pair: CallerPair, what: str) -> None:
+def _key_scoped(evidence: Evidence, what: str) -> None:
     evidence.not_observed(
         f"{what} between end users of one key (the gateway shares them with the key alone: it scopes them by key, "
         "which a gateway may)"
@@ -44,7 +44,7 @@ def _judge_cache(gw: GatewayUnderTest, case: Case, pair: CallerPair, evidence: E
     _asked(gw, request, pair.first)
     cached = not _asked(gw, request, pair.first)[1].reached
     if pair.key_alone is not None and cached and not _asked(gw, request, pair.key_alone)[1].reached:
-        _key_scoped(evidence, pair, "cached answers")
+        _key_scoped(evidence, "cached answers")
         return cached
     _, other = _asked(gw, request, pair.second)
     assert other.reached, (
@@ -82,7 +82,7 @@ def _judge_pool(gw: GatewayUnderTest, case: Case, pair: CallerPair, evidence: Ev
     if pair.key_alone is not None and pools:
         history, _ = _opened(gw, case, f"probe-{kind}", first)
         if _resumed(_continued(gw, case, history, f"probe-next-{kind}", pair.key_alone)):
-            _key_scoped(evidence, pair, "pooled cascades")
+            _key_scoped(evidence, "pooled cascades")
             return pools
     opening = f"opening-{kind}"
     history, owner = _opened(gw, case, opening, first)
@@ -120,7 +120,7 @@ def _judge_store(gw: GatewayUnderTest, case: Case, pair: CallerPair, evidence: E
     if gw.retrieve(response_id, caller=pair.first)[0] != 200:
         return False
     if pair.key_alone is not None and gw.retrieve(response_id, caller=pair.key_alone)[0] == 200:
-        _key_scoped(evidence, pair, "stored responses")
+        _key_scoped(evidence, "stored responses")
         return True
     status, read = gw.retrieve(response_id, caller=pair.second)
     leaked = status == 200 and isinstance(read, dict) and read.get("output") == body.get("output")
