@@ -58,9 +58,32 @@ class ChatAnswer:
         """The chat content delivered: the stream's content deltas, or the choices' message content."""
         if self.events is not None:
             return StreamView(self.events).content
+        return "".join(str((c.get("message") or {}).get("content") or "") for c in self._choices())
+
+    @property
+    def finish_reasons(self) -> list[str]:
+        """The finish reasons delivered, in order, streamed or not."""
+        if self.events is not None:
+            return StreamView(self.events).finish_reasons
+        return [str(c["finish_reason"]) for c in self._choices() if c.get("finish_reason")]
+
+    @property
+    def errors(self) -> list[dict[str, Any]]:
+        """The error objects inside the answer: a stream's error events, or a body's ``error``."""
+        if self.events is not None:
+            return StreamView(self.events).errors
+        return [self.body["error"]] if isinstance(self.body, dict) and isinstance(self.body.get("error"), dict) else []
+
+    @property
+    def error(self) -> Any:
+        """The error the client got: the status of a non-2xx answer, the first error inside a 2xx one, or None."""
+        if self.status >= 300:
+            return self.status
+        return self.errors[0] if self.errors else None
+
+    def _choices(self) -> list[dict[str, Any]]:
         body = self.body if isinstance(self.body, dict) else {}
-        choices = [c for c in body.get("choices") or () if isinstance(c, dict)]
-        return "".join(str((c.get("message") or {}).get("content") or "") for c in choices)
+        return [c for c in body.get("choices") or () if isinstance(c, dict)]
 
 
 # How an in-process target's callers name their end user (an HTTP target says how, --caller-scope).

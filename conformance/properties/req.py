@@ -27,27 +27,12 @@ from conformance.targets import Target
 _USAGE = {"input_tokens": 12, "output_tokens": 7}
 
 
-def _answer_of(answer: ChatAnswer) -> tuple[str, list[str], list[dict[str, Any]]]:
-    """The delivered content, finish reasons and error objects of a 200 answer, streamed or not."""
-    if answer.events is not None:
-        view = StreamView(answer.events)
-        return view.content, view.finish_reasons, view.errors
-    body = answer.body if isinstance(answer.body, dict) else {}
-    choices = [c for c in body.get("choices") or () if isinstance(c, dict)]
-    content = "".join(str((c.get("message") or {}).get("content") or "") for c in choices)
-    finishes = [str(c["finish_reason"]) for c in choices if c.get("finish_reason")]
-    errors = [body["error"]] if isinstance(body.get("error"), dict) else []
-    return content, finishes, errors
-
-
 def _refused(answer: ChatAnswer) -> bool:
     """A 4xx, or a stream that carries only an error: the gateway declined the request as asked."""
     if 400 <= answer.status < 500:
         return True
     if answer.status == 200 and answer.events is not None:
-        content, _, errors = _answer_of(answer)
-        view = StreamView(answer.events)
-        return bool(errors) and not content and not view.tool_calls
+        return bool(answer.errors) and not answer.content and not StreamView(answer.events).tool_calls
     return False
 
 
@@ -78,7 +63,7 @@ def _judge_stop(answer: ChatAnswer, case: Case, upstream: int, evidence: Evidenc
         assert upstream == 0, f"the gateway refused {asked} only after sending the turn to the LS ({upstream} Send)"
         return
     assert answer.status == 200, f"the gateway answered {answer.status} to {asked}"
-    content, finishes, errors = _answer_of(answer)
+    content, finishes, errors = answer.content, answer.finish_reasons, answer.errors
     assert not errors, f"the answer to {asked} carried an error: {errors[0]}"
     expected = text_before_stop("".join(case["pieces"]), case["stop"])
     assert content == expected, (
@@ -100,7 +85,7 @@ def parameters_honoured_or_refused(target: Target, case: Case, evidence: Evidenc
         request = {"messages": [{"role": "user", "content": gw.tag(case["prompt"])}], "stream": case["stream"]}
         answer = gw.chat({**request, "stop": case["stop"]}, judged=(REFUSAL,))
         upstream = len(sends(gw.journal()))
-        cut = _answer_of(answer)[0] if answer.status == 200 else None
+        cut = answer.content if answer.status == 200 else None
         if cut is not None and cut != "".join(case["pieces"]):
             # The conversation now holds the answer as cut; the cascade holds more of it.
             following = [

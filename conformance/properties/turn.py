@@ -41,17 +41,6 @@ from conformance.targets import Target
 RECOVERED = "The answer after the failure."
 
 
-def _error_of(answer: ChatAnswer) -> Any:
-    """The error the client got: the status of a non-2xx answer, or the error object inside a 2xx one."""
-    if answer.status >= 300:
-        return answer.status
-    if answer.events is not None:
-        errors = StreamView(answer.events).errors
-        return errors[0] if errors else None
-    body = answer.body
-    return body["error"] if isinstance(body, dict) and isinstance(body.get("error"), dict) else None
-
-
 def _failure_served(case: Case, entries: list[dict[str, Any]]) -> bool:
     """Whether the fake served the scripted failure: the first Send failed, or the RPC was called after it."""
     first = next((i for i, e in enumerate(entries) if e.get("method") == SEND), None)
@@ -109,7 +98,7 @@ def _judge_failure(
     failure: Case, failed: ChatAnswer, served: list[dict[str, Any]], next_answer: ChatAnswer, evidence: Evidence
 ) -> None:
     how = _how(failure)
-    error = _error_of(failed)
+    error = failed.error
     if error is None:
         retried = len(sends(served)) >= 1 and failed.content == RECOVERED
         assert retried, (
@@ -241,7 +230,7 @@ def a_failed_turn_leaves_nothing_behind(target: Target, case: Case, evidence: Ev
             served = gw.journal()
             # A failure served as a success is TURN-3's to judge; what such a gateway then keeps follows from it.
             require(
-                _error_of(failed) is not None or not _failed(case, served),
+                failed.error is not None or not _failed(case, served),
                 "the gateway served the failed turn as a success (TURN-3 judges that)",
             )
         # The client goes on from what it saw: the streamed text, or (answered an error) the text before the failure.
@@ -309,14 +298,6 @@ HEARTBEAT_SLACK_S = 0.3
 _RECORDS = [{"input_tokens": 6, "output_tokens": 2}]
 
 
-def _finish_reasons(answer: ChatAnswer) -> list[str]:
-    if answer.events is not None:
-        return StreamView(answer.events).finish_reasons
-    body = answer.body if isinstance(answer.body, dict) else {}
-    choices = [c for c in body.get("choices") or () if isinstance(c, dict)]
-    return [str(c["finish_reason"]) for c in choices if c.get("finish_reason")]
-
-
 def _judge_cut(gw: GatewayUnderTest, case: Case, wait_limit_s: float, evidence: Evidence) -> None:
     """A turn whose LS answers some text, then runs on past the wait limit: reported cut, not stopped."""
     late = wait_limit_s + 60
@@ -327,10 +308,10 @@ def _judge_cut(gw: GatewayUnderTest, case: Case, wait_limit_s: float, evidence: 
         "stream": case["cut_stream"],
     }
     answer = gw.chat(request, judged=(REFUSAL, RATE_LIMIT))
-    if _error_of(answer) is not None:
+    if answer.error is not None:
         evidence.add("cut turn", "reported as an error")
         return
-    finishes = _finish_reasons(answer)
+    finishes = answer.finish_reasons
     assert finishes == ["length"], (
         f"the LS still ran after the declared wait limit of {wait_limit_s:g} s; the gateway ended the turn with "
         f"finish reasons {finishes}, not as cut (finish_reason length, or an error)"
@@ -354,8 +335,8 @@ def _judge_heartbeats(gw: GatewayUnderTest, case: Case, limits: TimeLimits, evid
     assert answer.content == case["first"] + case["rest"], (
         f"after {silence:g} s of silence (inside the wait limit) the turn's text is {answer.content!r}"
     )
-    assert _finish_reasons(answer) == ["stop"], (
-        f"a turn that ended inside the wait limit ended with {_finish_reasons(answer)}, not stop"
+    assert answer.finish_reasons == ["stop"], (
+        f"a turn that ended inside the wait limit ended with {answer.finish_reasons}, not stop"
     )
     if answer.longest_silence_s is None:
         evidence.not_observed("heartbeats (the target does not time its streams: longest_silence_s)")
