@@ -371,7 +371,7 @@ def _report(
             counter = f" [{number}/{len(messages)}]" if len(messages) > 1 else ""
             print(f"\n{result.invariant.id} {result.status.value}{counter}: {message}")
         for path in cases.get(result.invariant.id, []):
-            print(f"  replay: {replay_command(path, args.target, _http_flags(args), _program())}")
+            print(f"  replay: {replay(path)}")
     if stopped is not None or watch.received:
         print(
             f"\n{stopped or 'interrupted while the report was written: every invariant had finished'}", file=sys.stderr

@@ -13,6 +13,7 @@ fake the kit controls, playing ``scenario``:
 from __future__ import annotations
 
 import contextlib
+import functools
 import uuid
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -56,22 +57,22 @@ class ChatAnswer:
     @property
     def content(self) -> str:
         """The chat content delivered: the stream's content deltas, or the choices' message content."""
-        if self.events is not None:
-            return StreamView(self.events).content
+        if self._view is not None:
+            return self._view.content
         return "".join(str((c.get("message") or {}).get("content") or "") for c in self._choices())
 
     @property
     def finish_reasons(self) -> list[str]:
         """The finish reasons delivered, in order, streamed or not."""
-        if self.events is not None:
-            return StreamView(self.events).finish_reasons
+        if self._view is not None:
+            return self._view.finish_reasons
         return [str(c["finish_reason"]) for c in self._choices() if c.get("finish_reason")]
 
     @property
     def errors(self) -> list[dict[str, Any]]:
         """The error objects inside the answer: a stream's error events, or a body's ``error``."""
-        if self.events is not None:
-            return StreamView(self.events).errors
+        if self._view is not None:
+            return self._view.errors
         return [self.body["error"]] if isinstance(self.body, dict) and isinstance(self.body.get("error"), dict) else []
 
     @property
@@ -79,7 +80,13 @@ class ChatAnswer:
         """The error the client got: the status of a non-2xx answer, the first error inside a 2xx one, or None."""
         if self.status >= 300:
             return self.status
-        return self.errors[0] if self.errors else None
+        errors = self.errors
+        return errors[0] if errors else None
+
+    @functools.cached_property
+    def _view(self) -> StreamView | None:
+        """The stream read once as chunks (None: not a stream)."""
+        return StreamView(self.events) if self.events is not None else None
 
     def _choices(self) -> list[dict[str, Any]]:
         body = self.body if isinstance(self.body, dict) else {}

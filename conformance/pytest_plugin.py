@@ -44,7 +44,6 @@ import shutil
 import sys
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -124,8 +123,8 @@ class _Suite:
     report_dir: Path
     # The command-line words that reach the target, for case files and replay lines (the CLI's flags).
     target_words: tuple[str, ...]
+    started: str  # when the session began (ISO 8601, UTC), for results.json
     results: list[Result] = field(default_factory=list)  # this process's verdicts, known failures read
-    started: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
 
 _SUITE_KEY = pytest.StashKey[_Suite]()
@@ -152,6 +151,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     try:
         from conformance.errors import TargetError, TargetSpecError
+        from conformance.report import now_utc
         from conformance.runner import RunOptions, default_shrink_budget, select
         from conformance.targets import load_target
     except ModuleNotFoundError as exc:
@@ -185,7 +185,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     report = Path(config.invocation_params.dir, config.getoption("--cascade-report") or "reports/conformance")
     config.stash[_SUITE_KEY] = _Suite(
-        target, props, known, pinned, options, cache_dir, watch, report, _target_words(config, spec)
+        target, props, known, pinned, options, cache_dir, watch, report, _target_words(config, spec), now_utc()
     )
 
 

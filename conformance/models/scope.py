@@ -32,7 +32,7 @@ class Upstream:
     continued a cascade an earlier Send had named."""
 
     sends: tuple[Mapping[str, Any], ...]
-    resumed: tuple[bool, ...]
+    continued: tuple[bool, ...]  # per Send: whether it went to a cascade an earlier Send had named
 
     @property
     def reached(self) -> bool:
@@ -42,7 +42,12 @@ class Upstream:
     @property
     def fresh(self) -> bool:
         """Whether the request's last Send went to a cascade no earlier Send had named."""
-        return bool(self.resumed) and not self.resumed[-1]
+        return bool(self.continued) and not self.continued[-1]
+
+    @property
+    def resumed(self) -> bool:
+        """Whether the request's last Send continued a cascade an earlier Send had named."""
+        return bool(self.continued) and self.continued[-1]
 
     @property
     def cascade(self) -> str:
@@ -63,11 +68,11 @@ def upstream(before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, A
     """What the request made between the journal ``before`` it and the journal ``after`` it."""
     named = {cascade_of(entry) for entry in sends(before)}
     made = sends(after[len(before) :])
-    resumed: list[bool] = []
+    continued: list[bool] = []
     for entry in made:
-        resumed.append(cascade_of(entry) in named)
+        continued.append(cascade_of(entry) in named)
         named.add(cascade_of(entry))
-    return Upstream(tuple(made), tuple(resumed))
+    return Upstream(tuple(made), tuple(continued))
 
 
 def missing(text: str, marks: Iterable[str]) -> list[str]:

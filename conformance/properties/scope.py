@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.errors import FeatureDeclined, InputRefused
-from conformance.fixtures.images import same_size_pngs
+from conformance.fixtures.images import image_block, same_size_pngs
 from conformance.gateway import CallerPair, ChatAnswer, GatewayUnderTest, open_gateway
 from conformance.models.scope import Upstream, marked, marker, upstream
 from conformance.properties import SCOPE_HINT, Case, Evidence, invariant_property, require
@@ -68,20 +68,16 @@ def _continued(gw: GatewayUnderTest, case: Case, history: list[dict[str, Any]], 
     return _asked(gw, {"messages": asked, "stream": case["stream"]}, caller)[1]
 
 
-def _resumed(went: Upstream) -> bool:
-    return went.reached and not went.fresh
-
-
 def _judge_pool(gw: GatewayUnderTest, case: Case, pair: CallerPair, evidence: Evidence) -> bool:
     """The first caller starts a conversation; the second continues it word for word: a fresh cascade that
     carries the whole history; the first caller's own next turn then resumes its cascade when its control
     conversation (nobody else in between) did. Answers whether the gateway resumed for the first caller."""
     kind, first = pair.kind, pair.first
     history, _ = _opened(gw, case, f"control-{kind}", first)
-    pools = _resumed(_continued(gw, case, history, f"control-next-{kind}", first))
+    pools = _continued(gw, case, history, f"control-next-{kind}", first).resumed
     if pair.key_alone is not None and pools:
         history, _ = _opened(gw, case, f"probe-{kind}", first)
-        if _resumed(_continued(gw, case, history, f"probe-next-{kind}", pair.key_alone)):
+        if _continued(gw, case, history, f"probe-next-{kind}", pair.key_alone).resumed:
             _key_scoped(evidence, "pooled cascades")
             return pools
     opening = f"opening-{kind}"
@@ -156,7 +152,7 @@ def _judge_blank(gw: GatewayUnderTest, case: Case, evidence: Evidence) -> None:
     for turn, caller in enumerate(order):
         answer, went = _asked(gw, {"messages": list(messages), "stream": False}, caller, scope)
         if turn:
-            resumed.append(went.reached and not went.fresh)
+            resumed.append(went.resumed)
         messages += [
             {"role": "assistant", "content": answer.content},
             {"role": "user", "content": marked(case["follow_up"], marker(gw.run_tag, f"blank-{turn + 1}"))},
@@ -203,8 +199,7 @@ def _base_request(gw: GatewayUnderTest, case: Case, image: str | None = None) ->
     question = gw.tag(case["question"])
     content: Any = question
     if image is not None:
-        picture = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{image}"}}
-        content = [{"type": "text", "text": f"{question} {_IMAGE_TEXT}"}, picture]
+        content = [{"type": "text", "text": f"{question} {_IMAGE_TEXT}"}, image_block(image, "image_url")]
     return {"messages": [{"role": "user", "content": content}], "stream": case["stream"]}
 
 

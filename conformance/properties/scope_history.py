@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.errors import FeatureDeclined, InputRefused
-from conformance.fixtures.images import same_size_pngs
+from conformance.fixtures.images import image_block, same_size_pngs
 from conformance.gateway import REFUSAL, ChatAnswer, GatewayUnderTest, open_gateway
 from conformance.models.responses import body_view
 from conformance.models.scope import Upstream, carried, marked, marker, missing, upstream
@@ -53,7 +53,7 @@ class _Conversation:
         question = gw.tag(marked(case["questions"][0], self._mark("question")))
         content: Any = question
         if image is not None:
-            content = [{"type": "text", "text": question}, _picture(image)]
+            content = [{"type": "text", "text": question}, image_block(image, "image_url")]
         self.messages: list[dict[str, Any]] = [
             {"role": "system", "content": system},
             {"role": "user", "content": content},
@@ -81,10 +81,6 @@ class _Conversation:
         mark = self._mark("next")
         self.messages.append({"role": "user", "content": marked(case["questions"][1], mark)})
         return mark
-
-
-def _picture(image: str) -> dict[str, Any]:
-    return {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{image}"}}
 
 
 def _judge_resumed(gw: GatewayUnderTest, what: str, went: Upstream, earlier: list[str], new: str, ev: Evidence) -> None:
@@ -122,7 +118,10 @@ def _change_history(gw: GatewayUnderTest, case: Case, kind: str, talk: _Conversa
         return {"tools": [case["tools"][1]]}
     elif kind == "image":
         content = talk.messages[1]["content"]
-        talk.messages[1] = {"role": "user", "content": [content[0], _picture(same_size_pngs(case["image_seed"])[1])]}
+        talk.messages[1] = {
+            "role": "user",
+            "content": [content[0], image_block(same_size_pngs(case["image_seed"])[1], "image_url")],
+        }
     elif kind == "model":
         if gw.other_model is None:
             return None
@@ -151,7 +150,7 @@ def _other_caller(gw: GatewayUnderTest, case: Case) -> Caller | None:
     probe.next_question(case)
     probe.caller = pair.key_alone
     _, went = probe.ask()
-    return None if went.reached and not went.fresh else pair.second
+    return None if went.resumed else pair.second
 
 
 def _regenerate(talk: _Conversation) -> Upstream | None:
@@ -181,7 +180,7 @@ def resume_only_the_history_held(target: Target, case: Case, evidence: Evidence)
         earlier = list(control.marks)
         new = control.next_question(case)
         _, went = control.ask()
-        resumes = went.reached and not went.fresh
+        resumes = went.resumed
         if resumes:
             _judge_resumed(gw, "the same conversation", went, earlier, new, evidence)
         else:
@@ -215,7 +214,7 @@ def _judge_change(gw: GatewayUnderTest, case: Case, kind: str, evidence: Evidenc
         return
     what = f"after {_CHANGES[kind]}"
     assert went.reached, f"{what}: the next turn reached no Send"
-    if regenerated is not None and not went.fresh:
+    if regenerated is not None and went.resumed:
         assert went.cascade == first.cascade, (
             f"{what}: the conversation went on from its first answer, and the next turn resumed {went.cascade}, the "
             f"cascade of the regenerated answer, not {first.cascade}, the one that holds the first answer"
@@ -300,7 +299,7 @@ def _judge_chained(
     assert old not in text, f"{what}: the stored turn's instructions were sent again\n  Send: {text!r}"
     assert text.count(current) <= 1, f"{what}: the instructions were sent {text.count(current)} times"
     assert new in text, f"{what}: the new question is not in the Send\n  Send: {text!r}"
-    if not went.fresh:
+    if went.resumed:
         assert went.cascade == first.cascade, f"{what} resumed {went.cascade}, not the stored turn's {first.cascade}"
         again = carried(text, [*stored, call])
         assert not again, f"{what}: the resumed cascade got the stored turns again: {again}\n  Send: {text!r}"
