@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import logging
 import os
@@ -19,27 +18,36 @@ from pathlib import Path
 from conformance.cases import CaseFileError, read_case
 from conformance.catalogue import CATALOGUE, FAMILIES
 from conformance.errors import GatewayGone, TargetError, TargetSpecError
+from conformance.example_db import ExampleDatabase
 from conformance.interrupts import InterruptWatch, exit_code_of, say_still_stopping, signal_name, stop_signals_interrupt
+from conformance.judging import judge
 from conformance.known_failures import KnownFailure, KnownFailuresError, apply_known_failure, load_known_failures
 from conformance.operations import HTTP_TARGET_OPERATIONS, OPERATIONS, PROTOCOL_VERSION, capability_schema
-from conformance.options import declared_flags, given_words, http_values
+from conformance.options import HTTP_FLAGS, given_words, http_values
 from conformance.profiles import PROFILES, shrink_budget
 from conformance.properties import Property, properties
 from conformance.report import (
-    PROGRAM,
     RunInfo,
+    counts_text,
     detail_line,
     kit_version,
     now_utc,
     replay_command,
-    save_failure_cases,
     summary_line,
     target_callers,
     waiting_line,
-    write_junit,
-    write_markdown,
 )
-from conformance.results_document import results_document, write_results
+from conformance.run_reports import (
+    EXIT_OK,
+    EXIT_UNEXPECTED,
+    EXIT_USAGE,
+    RunRecord,
+    WrittenReports,
+    clear_report,
+    kit_program,
+    run_exit_code,
+    write_reports,
+)
 from conformance.runner import (
     Result,
     RunOptions,
@@ -47,14 +55,13 @@ from conformance.runner import (
     default_shrink_budget,
     hypothesis_storage,
     replay_case,
-    run_property,
     select,
 )
 from conformance.targets import Target, load_target
 
-EXIT_OK, EXIT_UNEXPECTED, EXIT_USAGE = 0, 1, 2
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # what a shell reports for a process a closed pipe ended
 DEFAULT_REPORT = Path("reports/conformance")
+DEFAULT_REPLAY_REPORT = Path("reports/replay")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -70,6 +77,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--known-failures", type=Path, help="JSON/YAML file of invariants expected to fail")
     run.add_argument("--report", type=Path, default=DEFAULT_REPORT, help="report folder")
     _cache_option(run, "REPORT/hypothesis")
+    run.add_argument(
+        "--example-db",
+        type=Path,
+        metavar="DIR",
+        help="where failing examples are kept between runs, per target, and tried first (default: REPORT/examples)",
+    )
     run.add_argument("--profile", choices=PROFILES, default="ci", help="ci: derandomized, bounded; thorough: more")
     run.add_argument("--seed", type=int, help="Hypothesis seed (reproduces a thorough run)")
     run.add_argument(
@@ -102,6 +115,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     replay = sub.add_parser("replay", help="run one saved case file against a target")
     replay.add_argument("case", type=Path)
+    replay.add_argument(
+        "--report", type=Path, default=DEFAULT_REPLAY_REPORT, help=f"report folder (default: {DEFAULT_REPLAY_REPORT})"
+    )
     _target_option(replay)
     _cache_option(replay, str(DEFAULT_REPORT / "hypothesis"))
     save = sub.add_parser("save-case", help="copy a failing case from a report into a case file of your own")
@@ -128,7 +144,7 @@ def _target_option(parser: argparse.ArgumentParser) -> None:
         help="seconds an adapter may take per call (default: calibrated), or an HTTP request (default: 120)",
     )
     http = parser.add_argument_group("http:// targets (docs/adapters.md, 'Black-box HTTP targets')")
-    for flag in declared_flags("cli"):
+    for flag in HTTP_FLAGS:
         http.add_argument(flag.option("cli"), **flag.declaration("cli"))
 
 
@@ -141,33 +157,11 @@ def _load_target(args: argparse.Namespace) -> Target:
     return load_target(args.target, call_timeout_s=args.call_timeout, http=http)
 
 
-def _http_flags(args: argparse.Namespace) -> str:
-    """The http:// target's options as command-line words, quoted, for the replay commands printed."""
-    words = _http_flag_words(args)
-    return f" {shlex.join(words)}" if words else ""
-
-
 def _target_words(args: argparse.Namespace) -> tuple[str, ...]:
     """The command-line words that reach the target: ``--target`` and its options (none: the reference)."""
-    return ("--target", args.target, *_http_flag_words(args)) if args.target is not None else ()
-
-
-def _http_flag_words(args: argparse.Namespace) -> list[str]:
-    return given_words("cli", lambda flag: getattr(args, flag.dest))
-
-
-def _program() -> str:
-    """The kit's command as this process was started, so the commands it prints run as printed: the bare
-    name when that name finds this very script on PATH, else the script's full path (a venv that is not
-    activated), or ``python -m conformance.cli`` when it was started that way."""
-    script = Path(sys.argv[0])
-    if script.name == PROGRAM:
-        found = shutil.which(PROGRAM)
-        here = os.path.abspath(script)
-        return PROGRAM if found is not None and os.path.abspath(found) == here else shlex.quote(here)
-    if script.name == "cli.py" and script.parent.name == "conformance":
-        return shlex.join([sys.executable, "-m", "conformance.cli"])
-    return PROGRAM  # called in process (tests, embedding): the name the docs use
+    if args.target is None:
+        return ()
+    return ("--target", args.target, *given_words("cli", lambda flag: getattr(args, flag.dest)))
 
 
 def _positive_int(text: str) -> int:
@@ -192,7 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     # Before any target loads (grpc reads it when it is imported; a launched gateway inherits it), and
     # not at import: importing the command changes nothing.
     os.environ.setdefault("GRPC_VERBOSITY", "NONE")
-    args = _parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    args = _parser().parse_args(words)
+    args.command_line = f"{kit_program()} {shlex.join(words)}"
     with stop_signals_interrupt(say_still_stopping) as watch:
         try:
             return _command(args, watch)
@@ -262,23 +258,30 @@ def _run_with_logging_set(args: argparse.Namespace, watch: InterruptWatch) -> in
     chosen = select(args.only.split(",") if args.only is not None else None)
     known = load_known_failures(args.known_failures) if args.known_failures else {}
     target = _load_target(args)
-    cache = args.cache_dir or args.report / "hypothesis"
+    examples = ExampleDatabase(args.example_db or args.report / "examples", _target_words(args))
     budget = args.shrink_budget if args.shrink_budget is not None else default_shrink_budget(target.kind)
     options = RunOptions(
         profile=args.profile,
         seed=args.seed,
-        database=cache / "examples",
+        database=examples.hypothesis_folder,
         max_examples=args.max_examples,
         shrink=args.shrink,
         shrink_budget_s=budget,
     )
     info = RunInfo(
-        kit_version(), args.profile, args.seed, args.shrink, args.max_examples, now_utc(), shrink_budget_s=budget
+        kit_version(),
+        args.profile,
+        args.seed,
+        args.shrink,
+        args.max_examples,
+        now_utc(),
+        shrink_budget_s=budget,
+        command=args.command_line,
     )
-    results, stopped, gone = _run_chosen(chosen, target, options, known, watch)
+    clear_report(args.report)
+    results, stopped, gone = _run_chosen(chosen, target, options, known, examples, watch)
     with watch.shield():  # a signal now must not cut short the report of what finished
-        code = _report(args, target, results, replace(info, interrupted=stopped), stopped, watch)
-    return EXIT_USAGE if gone else code
+        return _report(args, target, results, replace(info, interrupted=stopped), gone, watch)
 
 
 def _run_chosen(
@@ -286,6 +289,7 @@ def _run_chosen(
     target: Target,
     options: RunOptions,
     known: dict[str, KnownFailure],
+    examples: ExampleDatabase,
     watch: InterruptWatch,
 ) -> tuple[list[Result], str | None, bool]:
     """The verdicts of the invariants that finished, and ``interrupted during SO-2: 1 of 7 finished``
@@ -305,7 +309,7 @@ def _run_chosen(
             current = prop
             line = _ProgressLine(f"[{index}/{len(chosen)}] {prop.invariant.id} ...", watch)
             try:
-                result = _run_one(prop, target, options, known.get(prop.invariant.id), line.example)
+                result = _run_one(prop, target, options, known.get(prop.invariant.id), examples, line.example)
                 watch.check()
             except BaseException:
                 print(file=sys.stderr, flush=True)  # what stops the run gets a line of its own
@@ -332,71 +336,64 @@ def _report(
     target: Target,
     results: list[Result],
     info: RunInfo,
-    stopped: str | None,
+    gone: bool,
     watch: InterruptWatch,
 ) -> int:
-    gateway_log = _save_gateway_output(target, args.report)
-    cases = save_failure_cases(results, args.report, target.description, _target_words(args))
-    junit = write_junit(results, args.report / "junit.xml", target.description)
-    replay = functools.partial(replay_command, target=args.target, target_flags=_http_flags(args), program=_program())
-    document = results_document(results, target=target.description, info=info, cases=cases, replay=replay)
-    results_file = write_results(args.report / "results.json", document)
-    markdown = write_markdown(
+    stopped = info.interrupted is not None or watch.received
+    code = run_exit_code(results, stopped=stopped, gone=gone, interrupt_code=watch.exit_code)
+    record = RunRecord(
         results,
-        args.report / "report.md",
         target.description,
-        args.target,
-        cases,
-        _http_flags(args),
-        _program(),
-        info=info,
+        _target_words(args),
+        info,
+        code,
         callers=target_callers(target),
+        gateway_output=_gateway_output(target),
+        program=kit_program(),
     )
-    for result in results:
-        print(summary_line(result))
-        detail = detail_line(result)
-        if detail is not None:
-            print(detail)
-    unexpected = [r for r in results if not r.status.ok]
-    statuses = {r.status for r in results}
-    counts = ", ".join(f"{sum(1 for r in results if r.status == s)} {s.value}" for s in Status if s in statuses)
-    print(f"{len(results)} invariant(s)" + (f": {counts}" if counts else ""))
-    waiting = waiting_line(results)
-    if waiting is not None:
-        print(waiting)
-    print(f"reports: {markdown} {junit} {results_file}" + (f" {gateway_log}" if gateway_log else ""))
-    for result in unexpected:
-        messages = [f.message for f in result.failures] or [result.message]
-        for number, message in enumerate(messages, start=1):
-            counter = f" [{number}/{len(messages)}]" if len(messages) > 1 else ""
-            print(f"\n{result.invariant.id} {result.status.value}{counter}: {message}")
-        for path in cases.get(result.invariant.id, []):
-            print(f"  replay: {replay(path)}")
-    if stopped is not None or watch.received:
+    written = write_reports(record, args.report)
+    _print_verdicts(results, written, record)
+    if stopped:
         print(
-            f"\n{stopped or 'interrupted while the report was written: every invariant had finished'}", file=sys.stderr
+            f"\n{info.interrupted or 'interrupted while the report was written: every invariant had finished'}",
+            file=sys.stderr,
         )
-        return watch.exit_code
+        return EXIT_USAGE if gone else watch.exit_code
     if results and not any(r.judged for r in results):
         print(
             f"\nnothing was judged: all {len(results)} invariant(s) were not checkable on this target (the reasons "
             "are above); a run that judges nothing is not a pass"
         )
-        return EXIT_UNEXPECTED
-    return EXIT_UNEXPECTED if unexpected else EXIT_OK
+    return code
 
 
-def _save_gateway_output(target: Target, report: Path) -> Path | None:
+def _print_verdicts(results: list[Result], written: WrittenReports, record: RunRecord) -> None:
+    """Each verdict's line, the counts, the waits, the reports, and every unexpected verdict's failures with
+    the commands that replay them."""
+    for result in results:
+        print(summary_line(result))
+        detail = detail_line(result)
+        if detail is not None:
+            print(detail)
+    print(counts_text(results))
+    waiting = waiting_line(results)
+    if waiting is not None:
+        print(waiting)
+    print(f"reports: {' '.join(str(path) for path in written.paths())}")
+    for result in (r for r in results if not r.status.ok):
+        messages = [f.message for f in result.failures] or [result.message]
+        for number, message in enumerate(messages, start=1):
+            counter = f" [{number}/{len(messages)}]" if len(messages) > 1 else ""
+            print(f"\n{result.invariant.id} {result.status.value}{counter}: {message}")
+        for path in written.cases.get(result.invariant.id, []):
+            print(f"  replay: {record.replay(path)}")
+
+
+def _gateway_output(target: Target) -> str | None:
     """What a launched gateway wrote to stdout and stderr, kept beside the report."""
     from conformance.targets import HttpTarget
 
-    output = target.launch_output() if isinstance(target, HttpTarget) else None
-    if output is None:
-        return None
-    report.mkdir(parents=True, exist_ok=True)
-    path = report / "gateway-output.log"
-    path.write_text(output, encoding="utf-8")
-    return path
+    return target.launch_output() if isinstance(target, HttpTarget) else None
 
 
 class _ProgressLine:
@@ -424,12 +421,15 @@ class _ProgressLine:
 
 
 def _run_one(
-    prop: Property, target: Target, options: RunOptions, known: KnownFailure | None, checkpoint: Callable[[], None]
+    prop: Property,
+    target: Target,
+    options: RunOptions,
+    known: KnownFailure | None,
+    examples: ExampleDatabase,
+    checkpoint: Callable[[], None],
 ) -> Result:
-    if known is not None and known.case:
-        result = replay_case(prop, target, read_case(known.case).case)
-    else:
-        result = run_property(prop, target, options, checkpoint=checkpoint)
+    pinned = read_case(known.case).case if known is not None and known.case else None
+    result = judge(prop, target, options, pinned=pinned, examples=examples, checkpoint=checkpoint)
     return apply_known_failure(result, known)
 
 
@@ -445,6 +445,9 @@ def _replay(args: argparse.Namespace) -> int:
         else:  # a case file written before target_args were kept
             how = f"add --target {shlex.quote(saved.found_on)} (and its options) to replay it there"
         print(f"replaying on the reference; this case was found on {saved.found_on}: {how}")
+    info = RunInfo(
+        kit_version(), "replay", None, False, 1, now_utc(), command=args.command_line, replayed=str(args.case)
+    )
     try:
         result = replay_case(prop, target, saved.case)
     finally:
@@ -454,7 +457,12 @@ def _replay(args: argparse.Namespace) -> int:
         print(result.message)
         if result.evidence:
             print(json.dumps(result.evidence, indent=2, ensure_ascii=False, default=str)[:20000])
-    return EXIT_UNEXPECTED if not result.status.ok else EXIT_OK
+    code = EXIT_UNEXPECTED if not result.status.ok else EXIT_OK  # a case the target cannot take is no failure
+    clear_report(args.report)
+    record = RunRecord([result], target.description, _target_words(args), info, code, program=kit_program())
+    written = write_reports(record, args.report)
+    print(f"reports: {' '.join(str(path) for path in written.paths())}")
+    return code
 
 
 def _save_case(args: argparse.Namespace) -> int:
@@ -472,7 +480,7 @@ def _save_case(args: argparse.Namespace) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, args.out)
     target = f" {shlex.join(saved.target_args)}" if saved.target_args else ""
-    print(f"saved {args.out} (replay: {replay_command(args.out, None, target, _program())})")
+    print(f"saved {args.out} (replay: {replay_command(args.out, None, target, kit_program())})")
     return EXIT_OK
 
 

@@ -1,8 +1,8 @@
 """The options of an http:// target that both fronts declare, ``cascade-conformance`` (``--launch``)
 and the pytest plugin (``--cascade-launch``), and the placeholders a launch command may use.
 
-One table, :data:`HTTP_FLAGS`: each flag's name, value and meaning are the same on both fronts; each
-front keeps its own help text and the order its help page has always had. No fakels import and
+One table, :data:`HTTP_FLAGS`: each flag's name, value, help text and place in the order are the same on
+both fronts and in the docs (:func:`docs_table`). No fakels import and
 nothing of the suite: the pytest plugin reads this module at start-up in every pytest run, including
 trees whose ``fakels`` is another package.
 """
@@ -40,12 +40,12 @@ PREFIXES: dict[Front, str] = {"cli": "--", "pytest": "--cascade-"}
 
 @dataclass(frozen=True)
 class HttpFlag:
-    """One http:// target option: ``--NAME`` on the command line, ``--cascade-NAME`` in pytest."""
+    """One http:// target option: ``--NAME`` on the command line (``run``, ``replay``), ``--cascade-NAME``
+    in pytest, one row of the docs' table; the same help text everywhere."""
 
     name: str
     keyword: str  # the keyword argument of conformance.targets.http_options it fills
-    cli_help: str
-    pytest_help: str
+    help: str
     metavar: str | None = None
     choices: tuple[str, ...] | None = None
     number: bool = False  # seconds, a float
@@ -62,7 +62,7 @@ class HttpFlag:
 
     def declaration(self, front: Front) -> dict[str, Any]:
         """The keyword arguments of ``add_argument`` (argparse) or ``addoption`` (pytest)."""
-        declared: dict[str, Any] = {"help": self.cli_help if front == "cli" else self.pytest_help}
+        declared: dict[str, Any] = {"help": self.help}
         if self.metavar is not None:
             declared["metavar"] = self.metavar
         if self.choices is not None:
@@ -77,227 +77,169 @@ class HttpFlag:
                 declared["default"] = None
         return declared
 
+    def usage(self, front: Front) -> str:
+        """``--store-limits LIMITS``, ``--ls-wiring dial|spawn|none``, ``--native-bridge``."""
+        if self.switch:
+            return self.option(front)
+        value = self.metavar or ("|".join(self.choices) if self.choices else self.name.upper().replace("-", "_"))
+        return f"{self.option(front)} {value}"
 
-# In the order conformance.targets.http_options names them in its usage errors.
+
+# Every option once, in the one order the help pages, the docs and the usage errors give them: how the
+# gateway is launched, who the kit is on it, what the gateway declares, how fast the kit may go.
 HTTP_FLAGS: tuple[HttpFlag, ...] = (
     HttpFlag(
         "launch",
         "launch",
         metavar="COMMAND",
-        cli_help="start the gateway with this command (split like a shell would) and stop it at the end; "
-        "placeholders: " + ", ".join(f"{{{name}}} {what}" for name, what in PLACEHOLDERS.items()),
-        pytest_help="http:// targets: start the gateway with this command; placeholders: "
-        + ", ".join(f"{{{name}}}" for name in PLACEHOLDERS),
+        help="start the gateway with this command (split like a shell would; no shell runs it) and stop it at the "
+        "end; placeholders: " + ", ".join(f"{{{name}}} {what}" for name, what in PLACEHOLDERS.items()),
     ),
     HttpFlag(
-        "launch-cwd",
-        "launch_cwd",
-        metavar="DIR",
-        cli_help="the launched gateway's working folder",
-        pytest_help="the launched gateway's working folder",
+        "launch-cwd", "launch_cwd", metavar="DIR", help="the launched gateway's working folder (default: this one)"
     ),
     HttpFlag(
         "launch-env",
         "launch_env",
         metavar="NAME=VALUE",
         repeated=True,
-        cli_help="an environment variable for the launched gateway (repeatable; placeholders filled)",
-        pytest_help="repeatable; placeholders",
+        help="an environment variable added to the kit's own for the launched gateway (repeatable; placeholders "
+        "are filled in VALUE)",
     ),
     HttpFlag(
         "ls-wiring",
         "ls_wiring",
         choices=("dial", "spawn", "none"),
-        cli_help="dial: the gateway dials the kit's fake LS ({ls_address}); spawn: it spawns the kit's stand-in "
+        help="dial: the gateway dials the kit's fake LS ({ls_address}); spawn: it spawns the kit's stand-in "
         "binary ({ls_binary}); none: no LS checks (default with --launch: dial)",
-        pytest_help="default with a launch: dial",
-    ),
-    HttpFlag(
-        "api-key",
-        "api_keys",
-        repeated=True,
-        cli_help="an API key the gateway accepts (repeatable: each is a caller; default: conformance-key)",
-        pytest_help="repeatable (default: conformance-key)",
-    ),
-    HttpFlag(
-        "model",
-        "model",
-        cli_help="the model name requests use (default: claude-sonnet-4-6)",
-        pytest_help="the model name requests use (default: claude-sonnet-4-6)",
-    ),
-    HttpFlag(
-        "ledger-path",
-        "ledger_path",
-        metavar="PATH",
-        cli_help="where the gateway serves the kit's ledger (/v1/ledger)",
-        pytest_help="where the gateway serves the ledger (/v1/ledger)",
     ),
     HttpFlag(
         "ready-timeout",
         "ready_timeout_s",
         metavar="S",
         number=True,
-        cli_help="seconds the launched gateway has to answer (default: 30)",
-        pytest_help="seconds to answer (default: 30)",
+        help="seconds the launched gateway has to answer (default: 30)",
     ),
     HttpFlag(
-        "native-bridge",
-        "native_bridge",
-        switch=True,
-        cli_help="the gateway maps tool history to Cascade steps (field 9): native-mode examples run, the others "
-        "do not",
-        pytest_help="the gateway maps tool history to Cascade steps: native-mode examples run, the others do not",
-    ),
-    HttpFlag(
-        "store-limits",
-        "store_limits",
-        metavar="LIMITS",
-        cli_help="the response store limits the gateway was launched with, max_messages=N,max_entry_bytes=SIZE "
-        "(default: the reference's, max_messages=400,max_entry_bytes=32m)",
-        pytest_help="the gateway's response store limits: max_messages=N,max_entry_bytes=SIZE (default: the "
-        "reference's)",
-    ),
-    HttpFlag(
-        "cache-writes",
-        "cache_writes",
-        metavar="WHERE",
-        choices=CACHE_WRITES_CHOICES,
-        cli_help="where the gateway's usage counts the LS's cache-write tokens: prompt (in prompt_tokens) or apart "
-        "(not in it); ACC-4 judges prompt_tokens by it (default: undeclared, either passes, ACC-4 partially)",
-        pytest_help="where usage counts cache-write tokens: prompt or apart (default: undeclared)",
-    ),
-    HttpFlag(
-        "wait-limit",
-        "wait_limit_s",
-        metavar="S",
-        number=True,
-        cli_help="seconds after which the gateway stops waiting on a turn the LS still runs, as launched (lower it "
-        "through the gateway's own settings); TURN-5 scripts a turn that outlasts it (default: undeclared)",
-        pytest_help="seconds the gateway waits on a running turn (default: undeclared)",
-    ),
-    HttpFlag(
-        "heartbeat-interval",
-        "heartbeat_s",
-        metavar="S",
-        number=True,
-        cli_help="the longest the gateway leaves a stream silent while the LS is (it sends heartbeats); TURN-5 "
-        "holds it to that (default: undeclared)",
-        pytest_help="the longest silence in a stream (default: undeclared)",
-    ),
-    HttpFlag(
-        "other-model",
-        "other_model",
-        metavar="NAME",
-        cli_help="another model the gateway serves; SCOPE-3 continues a conversation with it and expects a fresh "
-        "cascade (default: none, that change is not judged)",
-        pytest_help="another model the gateway serves (SCOPE-3; default: none)",
-    ),
-    HttpFlag(
-        "resends-history",
-        "resends_history",
-        switch=True,
-        cli_help="the gateway sends a resumed cascade the whole history again, by design; SCOPE-3 then skips its "
-        "'only the turns added since' clause",
-        pytest_help="a resumed cascade gets the whole history again, by design (SCOPE-3)",
-    ),
-    HttpFlag(
-        "rate-limit-wait",
-        "rate_limit_wait_s",
-        metavar="S",
-        number=True,
-        cli_help="seconds the kit waits, over all retries of one request, when the gateway answers 429 or 503 with "
-        "a wait (Retry-After, retry_after_ms); past it the example is left unjudged (default: 60; 0: never wait)",
-        pytest_help="seconds to wait out 429/503 answers per request (default: 60)",
-    ),
-    HttpFlag(
-        "max-rps",
-        "max_rps",
-        metavar="N",
-        number=True,
-        cli_help="the fastest pace the kit sends requests at, in requests per second (0.1 to 1000; default: as "
-        "fast as the gateway takes them; after a rate limit the kit halves its pace and speeds up again step by "
-        "step)",
-        pytest_help="the fastest pace in requests per second (default: as fast as the gateway takes them)",
+        "api-key",
+        "api_keys",
+        metavar="KEY",
+        repeated=True,
+        help="an API key the gateway accepts, sent as Authorization: Bearer KEY (repeatable: each is a caller; "
+        "default: conformance-key)",
     ),
     HttpFlag(
         "caller-scope",
         "caller_scope",
         metavar="SIGNAL",
         choices=CALLER_SCOPE_CHOICES,
-        cli_help="the per-user signal every request body carries, distinct per caller and per run: "
+        help="the per-user signal every request body carries, distinct per caller and per run: "
         + ", ".join(CALLER_SCOPE_CHOICES)
         + " (default: user; none: anonymous callers, which many gateways give no cache, store reads or cascade "
         "reuse)",
-        pytest_help="the per-user signal request bodies carry: " + ", ".join(CALLER_SCOPE_CHOICES) + " (default: user)",
     ),
     HttpFlag(
         "read-scope",
         "read_scope",
         metavar="header:NAME|query:NAME",
         repeated=True,
-        cli_help="where GET and DELETE /v1/responses/... carry the caller's signal, as the gateway reads it "
+        help="where GET and DELETE /v1/responses/... carry the caller's signal, as the gateway reads it "
         "(repeatable; e.g. header:x-response-user or query:user)",
-        pytest_help="repeatable: header:NAME or query:NAME",
+    ),
+    HttpFlag("model", "model", metavar="NAME", help="the model name requests use (default: claude-sonnet-4-6)"),
+    HttpFlag(
+        "other-model",
+        "other_model",
+        metavar="NAME",
+        help="another model the gateway serves; SCOPE-3 continues a conversation with it and expects a fresh "
+        "cascade (default: none, that change is not judged)",
+    ),
+    HttpFlag(
+        "ledger-path",
+        "ledger_path",
+        metavar="PATH",
+        help="where the gateway serves the kit's ledger document, e.g. /v1/ledger (default: not served; ACC-1 and "
+        "ACC-3 are then not checkable)",
+    ),
+    HttpFlag(
+        "native-bridge",
+        "native_bridge",
+        switch=True,
+        help="the gateway maps tool history to Cascade steps (field 9): native-mode examples run, the others do not",
+    ),
+    HttpFlag(
+        "store-limits",
+        "store_limits",
+        metavar="LIMITS",
+        help="the response store limits the gateway was launched with, max_messages=N,max_entry_bytes=SIZE; STORE "
+        "examples are drawn for them (default: the reference's, max_messages=400,max_entry_bytes=32m)",
+    ),
+    HttpFlag(
+        "cache-writes",
+        "cache_writes",
+        metavar="WHERE",
+        choices=CACHE_WRITES_CHOICES,
+        help="where the gateway's usage counts the LS's cache-write tokens: prompt (in prompt_tokens) or apart "
+        "(not in it); ACC-4 judges prompt_tokens by it (default: undeclared, either passes, ACC-4 partially)",
+    ),
+    HttpFlag(
+        "wait-limit",
+        "wait_limit_s",
+        metavar="S",
+        number=True,
+        help="seconds after which the gateway stops waiting on a turn the LS still runs, as launched (lower it "
+        "through the gateway's own settings); TURN-5 scripts a turn that outlasts it (default: undeclared)",
+    ),
+    HttpFlag(
+        "heartbeat-interval",
+        "heartbeat_s",
+        metavar="S",
+        number=True,
+        help="the longest the gateway leaves a stream silent while the LS is (it sends heartbeats); TURN-5 "
+        "holds it to that (default: undeclared)",
+    ),
+    HttpFlag(
+        "resends-history",
+        "resends_history",
+        switch=True,
+        help="the gateway sends a resumed cascade the whole history again, by design; SCOPE-3 then skips its "
+        "'only the turns added since' clause",
+    ),
+    HttpFlag(
+        "rate-limit-wait",
+        "rate_limit_wait_s",
+        metavar="S",
+        number=True,
+        help="seconds the kit waits, over all retries of one request, when the gateway answers 429 or 503 with "
+        "a wait (Retry-After, retry_after_ms); past it the example is left unjudged (default: 60; 0: never wait)",
+    ),
+    HttpFlag(
+        "max-rps",
+        "max_rps",
+        metavar="N",
+        number=True,
+        help="the fastest pace the kit sends requests at, in requests per second (0.1 to 1000; default: as "
+        "fast as the gateway takes them; after a rate limit the kit halves its pace and speeds up again step by "
+        "step)",
     ),
 )
-
-# The order each front's help page lists them in (the pages are published and tested as they are).
-_HELP_ORDER: dict[Front, tuple[str, ...]] = {
-    "cli": (
-        "launch",
-        "launch-cwd",
-        "launch-env",
-        "ls-wiring",
-        "api-key",
-        "model",
-        "ledger-path",
-        "native-bridge",
-        "store-limits",
-        "cache-writes",
-        "wait-limit",
-        "heartbeat-interval",
-        "other-model",
-        "resends-history",
-        "ready-timeout",
-        "rate-limit-wait",
-        "max-rps",
-        "caller-scope",
-        "read-scope",
-    ),
-    "pytest": (
-        "launch",
-        "launch-cwd",
-        "launch-env",
-        "ls-wiring",
-        "api-key",
-        "model",
-        "ledger-path",
-        "native-bridge",
-        "ready-timeout",
-        "rate-limit-wait",
-        "store-limits",
-        "cache-writes",
-        "wait-limit",
-        "heartbeat-interval",
-        "other-model",
-        "resends-history",
-        "max-rps",
-        "caller-scope",
-        "read-scope",
-    ),
-}
-
-
-def declared_flags(front: Front) -> list[HttpFlag]:
-    """:data:`HTTP_FLAGS` in the order ``front`` declares them."""
-    by_name = {flag.name: flag for flag in HTTP_FLAGS}
-    return [by_name[name] for name in _HELP_ORDER[front]]
 
 
 def http_values(value_of: Callable[[HttpFlag], Any]) -> dict[str, Any]:
     """The keyword arguments of ``http_options`` for every flag, each value read by ``value_of`` (a
     switch's as a bool)."""
     return {flag.keyword: bool(value_of(flag)) if flag.switch else value_of(flag) for flag in HTTP_FLAGS}
+
+
+def given_flags(values: dict[str, Any]) -> list[HttpFlag]:
+    """The flags given among ``values`` (``http_options``'s keyword arguments), in the one order."""
+    return [flag for flag in HTTP_FLAGS if _given(values.get(flag.keyword))]
+
+
+def _given(value: Any) -> bool:
+    """None, False and an empty list are options not given; 0 and 0.0 are given (``in`` would take 0.0 for
+    False)."""
+    return value is not None and value is not False and not (isinstance(value, list | tuple) and not value)
 
 
 def given_words(front: Front, value_of: Callable[[HttpFlag], Any]) -> list[str]:
@@ -315,3 +257,9 @@ def given_words(front: Front, value_of: Callable[[HttpFlag], Any]) -> list[str]:
         elif value is not None:
             words += [flag.option(front), str(value)]
     return words
+
+
+def docs_table() -> str:
+    """The docs' table of the options (docs/adapters.md, "Black-box HTTP targets"), one row per flag."""
+    rows = [f"| `{flag.usage('cli')}` | {flag.help.replace('|', chr(92) + '|')} |" for flag in HTTP_FLAGS]
+    return "\n".join(["| option | meaning |", "|---|---|", *rows])

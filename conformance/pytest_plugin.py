@@ -37,11 +37,8 @@ of the working directory; the user's own Hypothesis tests are left as they are.
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import shlex
-import shutil
-import sys
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from conformance.options import HTTP_FLAGS, PREFIXES, declared_flags, given_words, http_values
+from conformance.options import HTTP_FLAGS, PREFIXES, given_words, http_values
 from conformance.profiles import PROFILES, shrink_budget
 
 # pytest loads this plugin in every session of an environment where the kit is installed, with or
@@ -57,9 +54,11 @@ from conformance.profiles import PROFILES, shrink_budget
 # are imported in pytest_configure of such a run, never here (Hypothesis alone costs every other
 # pytest session over a second). Not even fakels: a project of the user's may have a package of that name.
 if TYPE_CHECKING:
+    from conformance.example_db import ExampleDatabase
     from conformance.interrupts import InterruptWatch
     from conformance.known_failures import KnownFailure
     from conformance.properties import Case, Property
+    from conformance.report import RunInfo
     from conformance.runner import Result, RunOptions
     from conformance.targets import HttpOptions, Target
 
@@ -99,19 +98,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "run does (default: reports/conformance)",
     )
     group.addoption(
+        "--cascade-example-db",
+        help="where failing examples are kept between runs, per target, and tried first, as cascade-conformance "
+        "run --example-db does (default: REPORT/examples)",
+    )
+    group.addoption(
         "--cascade-cache-dir",
         help="where Hypothesis keeps its storage while the suite runs (default: <rootdir>/.cascade-cache)",
     )
-    for flag in declared_flags("pytest"):
+    for flag in HTTP_FLAGS:
         group.addoption(flag.option("pytest"), **flag.declaration("pytest"))
 
 
 _HTTP_OPTIONS = tuple(flag.option("pytest") for flag in HTTP_FLAGS)
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Suite:
-    """The validated options: what the collector yields and what each item runs against."""
+    """The validated options: what the collector yields and what each item runs against; then what the
+    run has done so far (the controller's, or a single process's)."""
 
     target: Target
     props: list[Property]
@@ -123,8 +128,11 @@ class _Suite:
     report_dir: Path
     # The command-line words that reach the target, for case files and replay lines (the CLI's flags).
     target_words: tuple[str, ...]
-    started: str  # when the session began (ISO 8601, UTC), for results.json
-    results: list[Result] = field(default_factory=list)  # this process's verdicts, known failures read
+    examples: ExampleDatabase
+    info: RunInfo  # the report's header: the kit, the profile, when the session began, its command
+    results: dict[str, Result] = field(default_factory=dict)  # each finished invariant's verdict, known failures read
+    running: dict[str, None] = field(default_factory=dict)  # the invariants started and not yet finished
+    stopped: str | None = None  # what ended the session early (the launched gateway ended), if that did
 
 
 _SUITE_KEY = pytest.StashKey[_Suite]()
@@ -140,6 +148,7 @@ def pytest_configure(config: pytest.Config) -> None:
             "--cascade-no-shrink",
             "--cascade-shrink-budget",
             "--cascade-report",
+            "--cascade-example-db",
             *_HTTP_OPTIONS,
         )
         given = [opt for opt in needing if config.getoption(opt) not in (None, "", [])]
@@ -151,7 +160,9 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     try:
         from conformance.errors import TargetError, TargetSpecError
-        from conformance.report import now_utc
+        from conformance.example_db import ExampleDatabase
+        from conformance.report import RunInfo, kit_version, now_utc
+        from conformance.run_reports import clear_report
         from conformance.runner import RunOptions, default_shrink_budget, select
         from conformance.targets import load_target
     except ModuleNotFoundError as exc:
@@ -177,16 +188,28 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--cascade-target: the target failed to start: {exc}") from None
     config.add_cleanup(target.close)
     budget = config.getoption("--cascade-shrink-budget")
+    report = Path(config.invocation_params.dir, config.getoption("--cascade-report") or "reports/conformance")
+    target_words = _target_words(config, spec)
+    given_db = config.getoption("--cascade-example-db")
+    examples = ExampleDatabase(
+        Path(config.invocation_params.dir, given_db) if given_db else report / "examples", target_words
+    )
     options = RunOptions(
         profile=config.getoption("--cascade-profile"),
-        database=cache_dir / "examples",
+        database=examples.hypothesis_folder,
         shrink=not config.getoption("--cascade-no-shrink"),
         shrink_budget_s=budget if budget is not None else default_shrink_budget(target.kind),
     )
-    report = Path(config.invocation_params.dir, config.getoption("--cascade-report") or "reports/conformance")
-    config.stash[_SUITE_KEY] = _Suite(
-        target, props, known, pinned, options, cache_dir, watch, report, _target_words(config, spec), now_utc()
-    )
+    command = shlex.join(["pytest", *config.invocation_params.args])
+    info = RunInfo(
+        kit_version(), options.profile, options.seed, options.shrink, options.max_examples, now_utc(),
+        shrink_budget_s=options.shrink_budget_s, command=command,
+    )  # fmt: skip
+    suite = _Suite(target, props, known, pinned, options, cache_dir, watch, report, target_words, examples, info)
+    config.stash[_SUITE_KEY] = suite
+    if not hasattr(config, "workerinput"):  # the controller (or the one process) writes the report, afresh
+        clear_report(report)
+        config.pluginmanager.register(_VerdictCollector(suite), "cascade-conformance-verdicts")
 
 
 def _target_words(config: pytest.Config, spec: str) -> tuple[str, ...]:
@@ -276,26 +299,35 @@ class InvariantItem(pytest.Item):
         self.add_marker(pytest.mark.invariant(prop.invariant.id))
 
     def runtest(self) -> None:
+        from conformance.errors import GatewayGone
+        from conformance.judging import judge
         from conformance.known_failures import apply_known_failure
         from conformance.report import save_failure_cases
-        from conformance.runner import hypothesis_storage, replay_case, run_property
+        from conformance.result_json import result_to_json
+        from conformance.runner import hypothesis_storage
 
         suite = self.config.stash[_SUITE_KEY]
         inv_id = self.prop.invariant.id
-        from conformance.errors import GatewayGone
-
         try:
             with hypothesis_storage(suite.cache_dir):
-                if inv_id in suite.pinned:
-                    result = replay_case(self.prop, suite.target, suite.pinned[inv_id])
-                else:
-                    result = run_property(self.prop, suite.target, suite.options, checkpoint=suite.watch.check)
+                result = judge(
+                    self.prop,
+                    suite.target,
+                    suite.options,
+                    pinned=suite.pinned.get(inv_id),
+                    examples=suite.examples,
+                    checkpoint=suite.watch.check,
+                )
         except GatewayGone as gone:  # nothing judged since it ended can be trusted: the session ends, exit 2
-            pytest.exit(f"stopped during {inv_id}: {gone}", returncode=pytest.ExitCode.INTERRUPTED)
+            suite.stopped = f"stopped during {inv_id}: {gone}"
+            pytest.exit(suite.stopped, returncode=pytest.ExitCode.INTERRUPTED)
         suite.watch.check()  # a verdict that came back after a stop signal is not to be trusted
         known = suite.known.get(inv_id)
-        suite.results.append(apply_known_failure(result, known))
-        saved = save_failure_cases([suite.results[-1]], suite.report_dir, suite.target.description, suite.target_words)
+        verdict = apply_known_failure(result, known)
+        # The verdict rides on the item's report to whichever process writes the run's report (an xdist
+        # controller too), even when the session is interrupted next.
+        self.user_properties.append((_RESULT_PROPERTY, result_to_json(verdict)))
+        saved = save_failure_cases([verdict], suite.report_dir, suite.target.description, suite.target_words)
         self._replays = [_replay_line(path, suite.target_words) for path in saved.get(inv_id, [])]
         self._judge(result, known)
 
@@ -363,87 +395,94 @@ class InvariantItem(pytest.Item):
 
 def _replay_line(case_path: Path, target_words: tuple[str, ...]) -> str:
     from conformance.report import replay_command
+    from conformance.run_reports import kit_program
 
-    return replay_command(case_path, None, f" {shlex.join(target_words)}", _kit_command())
-
-
-def _kit_command() -> str:
-    """``cascade-conformance`` when that name finds this environment's copy, else the copy's full path
-    (a venv that is not activated), so the replay lines run as printed."""
-    own = Path(sys.executable).parent / SUITE
-    found = shutil.which(SUITE)
-    if not own.is_file() or (found is not None and Path(found).resolve() == own.resolve()):
-        return SUITE
-    return shlex.quote(str(own))
+    return replay_command(case_path, None, f" {shlex.join(target_words)}", kit_program())
 
 
-_WORKER_RESULTS = "cascade_conformance_results"
-_COLLECTED_KEY = pytest.StashKey[list[dict[str, Any]]]()
-_REPORTS_KEY = pytest.StashKey[tuple[Path, Path, Path]]()
+_RESULT_PROPERTY = "cascade_result"  # an item's verdict as JSON (conformance.result_json), taken off its report
+_WORKER_STOPPED = "cascade_conformance_stopped"
+_REPORTS_KEY = pytest.StashKey[list[Path]]()
 
 
-@pytest.hookimpl(optionalhook=True)
-def pytest_testnodedown(node: Any, error: Any) -> None:
-    """The controller of an xdist run collects each worker's verdicts for the one report."""
-    output = getattr(node, "workeroutput", None) or {}
-    results = output.get(_WORKER_RESULTS)
-    if results:
-        node.config.stash.setdefault(_COLLECTED_KEY, []).extend(results)
+class _VerdictCollector:
+    """Registered in the process that writes the run's report (a single process, or an xdist controller):
+    collects each invariant's verdict as its item's report brings it, from this process or a worker, and
+    which invariants have started, for the report of a run stopped early."""
+
+    def __init__(self, suite: _Suite) -> None:
+        self._suite = suite
+
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        if nodeid.startswith(f"{SUITE}::"):
+            self._suite.running[nodeid.split("::", 1)[1]] = None
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Takes the verdict's JSON off the report's user properties (a junit.xml of the user's own does
+        not get it)."""
+        if report.when != "call":
+            return
+        properties = list(report.user_properties)
+        carried = [value for name, value in properties if name == _RESULT_PROPERTY and isinstance(value, dict)]
+        if not carried:
+            return
+        from conformance.result_json import result_from_json
+
+        result = result_from_json(carried[0])
+        self._suite.results[result.invariant.id] = result
+        self._suite.running.pop(result.invariant.id, None)
+        report.user_properties = [(name, value) for name, value in properties if name != _RESULT_PROPERTY]
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """An xdist worker that ended the session early (its launched gateway ended) says why."""
+        stopped = (getattr(node, "workeroutput", None) or {}).get(_WORKER_STOPPED)
+        if stopped:
+            self._suite.stopped = stopped
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """report.md and junit.xml of the suite, as ``cascade-conformance run`` writes them, in catalogue
-    order; an xdist worker hands its verdicts to the controller instead."""
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The suite's reports, as ``cascade-conformance run`` writes them, in catalogue order, from every
+    verdict that finished, also when the session was stopped early (then the report says so); an xdist worker
+    leaves that to the controller."""
     config = session.config
     suite = config.stash.get(_SUITE_KEY, None)
     if suite is None:
         return
-    from conformance.result_json import result_from_json, result_to_json
-
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None:
-        workeroutput[_WORKER_RESULTS] = [result_to_json(r) for r in suite.results]
+        workeroutput[_WORKER_STOPPED] = suite.stopped
         return
-    results = [*suite.results, *(result_from_json(r) for r in config.stash.get(_COLLECTED_KEY, []))]
-    if not results:
+    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or suite.watch.received or suite.stopped is not None
+    if not suite.results and not interrupted:
         return
-    from conformance.catalogue import CATALOGUE
-    from conformance.report import (
-        RunInfo,
-        failure_case_paths,
-        kit_version,
-        replay_command,
-        target_callers,
-        write_junit,
-        write_markdown,
-    )
-    from conformance.results_document import results_document, write_results
+    from dataclasses import replace
 
-    order = {inv_id: index for index, inv_id in enumerate(CATALOGUE)}
-    results.sort(key=lambda r: order[r.invariant.id])
-    description = suite.target.description
-    cases = failure_case_paths(results, suite.report_dir)  # the files the items wrote, a worker's included
-    spec, flags = suite.target_words[1], suite.target_words[2:]
-    extra = f" {shlex.join(flags)}" if flags else ""
-    markdown = write_markdown(
-        results,
-        suite.report_dir / "report.md",
-        description,
-        spec,
-        cases,
-        extra,
-        _kit_command(),
-        callers=target_callers(suite.target),
+    from conformance.catalogue import CATALOGUE
+    from conformance.report import target_callers
+    from conformance.run_reports import RunRecord, kit_program, run_exit_code, write_reports
+
+    results = [suite.results[inv_id] for inv_id in CATALOGUE if inv_id in suite.results]
+    stopped = None
+    if interrupted:
+        running = list(suite.running)
+        where = f"during {', '.join(running)}" if running else "between invariants"
+        finished = f"{len(results)} of {len(suite.props)} finished"
+        stopped = f"{suite.stopped}; {finished}" if suite.stopped else f"interrupted {where}: {finished}"
+    code = run_exit_code(
+        results, stopped=interrupted, gone=suite.stopped is not None, interrupt_code=suite.watch.exit_code
     )
-    junit = write_junit(results, suite.report_dir / "junit.xml", description)
-    options = suite.options
-    info = RunInfo(
-        kit_version(), options.profile, options.seed, options.shrink, options.max_examples, suite.started,
-        shrink_budget_s=options.shrink_budget_s,
-    )  # fmt: skip
-    replay = functools.partial(replay_command, target=spec, target_flags=extra, program=_kit_command())
-    document = results_document(results, target=description, info=info, cases=cases, replay=replay)
-    config.stash[_REPORTS_KEY] = (markdown, junit, write_results(suite.report_dir / "results.json", document))
+    record = RunRecord(
+        results,
+        suite.target.description,
+        suite.target_words,
+        replace(suite.info, interrupted=stopped),
+        code,
+        callers=target_callers(suite.target),
+        program=kit_program(),
+    )
+    config.stash[_REPORTS_KEY] = write_reports(record, suite.report_dir).paths()
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -457,7 +496,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     for inv_id, text in rows:
         terminalreporter.write_line(f"{inv_id:<{width}}  {text}")
     reports = terminalreporter.config.stash.get(_REPORTS_KEY, None)
-    if reports is not None:
+    if reports:
         terminalreporter.write_line(f"reports: {' '.join(str(path) for path in reports)}")
 
 

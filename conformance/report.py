@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
@@ -72,6 +72,8 @@ class RunInfo:
     started: str  # ISO 8601, UTC
     interrupted: str | None = None  # ``interrupted during SO-2: 1 of 7 finished``
     shrink_budget_s: float | None = None  # seconds shrinking may take per invariant; None: no budget
+    command: str | None = None  # the command line the run was made with, every option as given
+    replayed: str | None = None  # the case file a replay ran (no search: one example, as saved)
 
     def lines(self) -> list[str]:
         seed = f"seed {self.seed}" if self.seed is not None else "derandomized"
@@ -81,9 +83,14 @@ class RunInfo:
         shrinking = "off" if not self.shrink else "on"
         if self.shrink and self.shrink_budget_s is not None:
             shrinking += f" (budget {self.shrink_budget_s:g} s)"
+        run = (
+            f"- Replayed: `{self.replayed}` (one saved case, no search)"
+            if self.replayed is not None
+            else f"- Profile: {self.profile} ({seed}), shrinking {shrinking}, {examples} per invariant"
+        )
         return [
             f"- Kit: {PROGRAM} {self.version}",
-            f"- Profile: {self.profile} ({seed}), shrinking {shrinking}, {examples} per invariant",
+            run,
             f"- Started: {self.started}",
             *(
                 [f"- **Stopped early**: {self.interrupted}; the invariants not listed below were not run"]
@@ -219,13 +226,20 @@ def write_markdown(
     *,
     info: RunInfo | None = None,
     callers: str | None = None,
+    exit_code: int | None = None,
 ) -> Path:
-    """``callers``: who the kit was on the target (an HTTP target's keys, per-user signal and read scope)."""
-    lines = ["# Conformance report", "", f"Target: `{target_description}`", ""]
+    """``callers``: who the kit was on the target (an HTTP target's keys, per-user signal and read scope);
+    ``exit_code``: what the run exits with, for the summary line under the header. The sections of the
+    failures come before those of the known failures, and those before the partial passes."""
+    lines = ["# Conformance report", ""]
+    if info is not None and info.command:
+        lines += [f"- Command: `{info.command}`"]
+    lines += [f"- Target: `{target_description}`"]
     if callers:
-        lines += [f"Callers: {callers}", ""]
+        lines += [f"- Callers: {callers}"]
     if info is not None:
-        lines += [*info.lines(), ""]
+        lines += info.lines()
+    lines += ["", f"**{outcome_line(results, exit_code)}**", ""]
     lines += [
         "| invariant | result | judged | refused | not judged | seconds |",
         "|---|---|---|---|---|---|",
@@ -234,43 +248,64 @@ def write_markdown(
         f"| {r.invariant.id} | {_cell(r.line)} | {r.examples} | {r.refused} | {r.unjudged} | {r.seconds:.2f} |"
         for r in results
     ]
+    for result in sorted((r for r in results if r.status in _SECTION_ORDER), key=lambda r: _SECTION_ORDER[r.status]):
+        lines += _verdict_section(result, cases.get(result.invariant.id, []), target_spec, target_flags, program)
     lines += _not_judged_section(results)
     lines += _waiting_section(results)
     lines += _warnings_section(results)
     lines += ["", "## What each invariant states", ""]
     lines += [f"- **{r.invariant.id}** ({r.line}): {r.invariant.statement}" for r in results]
-    for result in results:
-        if result.status in (Status.PASS, Status.NOT_CHECKABLE):
-            continue
-        inv = result.invariant
-        lines += ["", f"## {inv.id}: {result.line}", "", f"> {inv.statement}"]
-        failures = distinct_failures(result)
-        if not failures:
-            lines += ["", "```", result.message, "```"]
-        saved = cases.get(inv.id, [])
-        for number, failure in enumerate(failures, start=1):
-            if len(failures) > 1:
-                lines += ["", f"### Failure {number} of {len(failures)} ({failure.kind.value})"]
-            lines += ["", "```", failure.message, "```"]
-            if failure.case is not None:
-                heading = counterexample_heading(failure.shrunk, failure.cut_short)
-                lines += ["", heading + ":", "", "```json", _json(failure.case), "```"]
-            if failure.evidence:
-                heading = "What the fake and the target saw (decoded):"
-                lines += ["", heading, "", "```json", _json(failure.evidence), "```"]
-            case_path = _case_for(saved, failures, number)
-            if case_path is not None:
-                lines += [
-                    "",
-                    "Replay exactly this case:",
-                    "",
-                    "```",
-                    replay_command(case_path, target_spec, target_flags, program),
-                    "```",
-                ]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+# Which verdicts get a section of their own, in this order: what needs fixing first.
+_SECTION_ORDER = {
+    Status.FAIL: 0,
+    Status.ERROR: 0,
+    Status.UNEXPECTED_PASS: 0,
+    Status.KNOWN_FAILURE: 1,
+    Status.PARTIAL: 2,
+}
+
+
+def counts_text(results: Sequence[Result]) -> str:
+    """``51 invariant(s): 48 pass, 2 partial, 1 fail``, statuses in their declared order."""
+    statuses = {r.status for r in results}
+    counts = ", ".join(f"{sum(1 for r in results if r.status == s)} {s.value}" for s in Status if s in statuses)
+    return f"{len(results)} invariant(s)" + (f": {counts}" if counts else "")
+
+
+def outcome_line(results: Sequence[Result], exit_code: int | None) -> str:
+    """The report's summary line: ``exit status 1: 51 invariant(s): 50 pass, 1 fail``."""
+    return (f"exit status {exit_code}: " if exit_code is not None else "") + counts_text(results)
+
+
+def _verdict_section(
+    result: Result, saved: list[Path], target_spec: str | None, target_flags: str, program: str
+) -> list[str]:
+    """One verdict that is not a plain pass: its statement, then each distinct failure with its minimal
+    counterexample, what the fake and the target saw, and the command that replays exactly that case."""
+    inv = result.invariant
+    lines = ["", f"## {inv.id}: {result.line}", "", f"> {inv.statement}"]
+    failures = distinct_failures(result)
+    if not failures:
+        lines += ["", "```", result.message, "```"]
+    for number, failure in enumerate(failures, start=1):
+        if len(failures) > 1:
+            lines += ["", f"### Failure {number} of {len(failures)} ({failure.kind.value})"]
+        lines += ["", "```", failure.message, "```"]
+        if failure.case is not None:
+            heading = counterexample_heading(failure.shrunk, failure.cut_short)
+            lines += ["", heading + ":", "", "```json", _json(failure.case), "```"]
+        if failure.evidence:
+            lines += ["", "What the fake and the target saw (decoded):", "", "```json", _json(failure.evidence), "```"]
+        case_path = _case_for(saved, failures, number)
+        if case_path is not None:
+            command = replay_command(case_path, target_spec, target_flags, program)
+            lines += ["", "Replay exactly this case:", "", "```", command, "```"]
+    return lines
 
 
 def _not_judged_section(results: list[Result]) -> list[str]:

@@ -1,10 +1,11 @@
 """``results.json``: a run's verdicts for programs, beside ``report.md`` and ``junit.xml`` (docs/cli.md, "The
 report folder").
 
-Per run: the schema version, the kit's version, the target, the profile, the seed and when it started. Per
-invariant: its status as one bare word (:attr:`conformance.runner.Status.word`, never the display line), the
-examples judged, refused and not judged with the reasons, each distinct failure with its case file and the
-command that replays it, the waits and the duration. :data:`RESULTS_SCHEMA` is the contract; every document
+Per run: the schema version, the kit's version, the command, the target, the profile, the seed, when it started,
+where it stopped early and the exit status. Per invariant: its status as one bare word
+(:attr:`conformance.runner.Status.word`, never the display line), the examples judged, refused and not judged
+with the reasons, each distinct failure with its case file and the command that replays it, the waits and the
+duration. :data:`RESULTS_SCHEMA` is the contract; every document
 is checked against it before it is written.
 """
 
@@ -31,15 +32,28 @@ RESULTS_SCHEMA: dict[str, Any] = {
     "title": "cascade-conformance results.json",
     "type": "object",
     "additionalProperties": False,
-    "required": ["schema", "kit_version", "target", "profile", "seed", "started", "interrupted", "invariants"],
+    "required": [
+        "schema",
+        "kit_version",
+        "command",
+        "target",
+        "profile",
+        "seed",
+        "started",
+        "interrupted",
+        "exit_code",
+        "invariants",
+    ],
     "properties": {
         "schema": {"const": SCHEMA_VERSION},
         "kit_version": {"type": "string"},
+        "command": _TEXT_OR_NULL,
         "target": {"type": "string"},
         "profile": {"type": "string"},
         "seed": {"type": ["integer", "null"]},
         "started": _TEXT_OR_NULL,
         "interrupted": _TEXT_OR_NULL,
+        "exit_code": {"type": ["integer", "null"]},
         "invariants": {
             "type": "array",
             "items": {
@@ -97,17 +111,20 @@ def results_document(
     info: RunInfo,
     cases: dict[str, list[Path]],
     replay: Callable[[Path], str],
+    exit_code: int | None = None,
 ) -> dict[str, Any]:
     """The document of a run: ``cases`` maps an invariant to its failures' case files, in order; ``replay``
     gives the command that replays a case file against the same target."""
     return {
         "schema": SCHEMA_VERSION,
         "kit_version": info.version,
+        "command": info.command,
         "target": target,
         "profile": info.profile,
         "seed": info.seed,
         "started": info.started,
         "interrupted": info.interrupted,
+        "exit_code": exit_code,
         "invariants": [_invariant(result, cases.get(result.invariant.id, []), replay) for result in results],
     }
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conformance.errors import TargetSpecError
-from conformance.options import CACHE_WRITES_CHOICES
+from conformance.options import CACHE_WRITES_CHOICES, given_flags
 from conformance.targets._http_store import parse_store_limits
 from conformance.targets._launch import WIRINGS, LaunchSpec, Wiring
 from conformance.targets._pace import MAX_RPS, MIN_RPS
@@ -84,35 +84,16 @@ def http_options(
 ) -> HttpOptions | None:
     """The options of the command line (``prefix``: ``--`` or ``--cascade-``) as HttpOptions;
     None when none is given. Usage errors are TargetSpecError with one line."""
-    given = {
-        "launch": launch is not None,
-        "launch-cwd": launch_cwd is not None,
-        "launch-env": bool(launch_env),
-        "ls-wiring": ls_wiring is not None,
-        "api-key": bool(api_keys),
-        "model": model is not None,
-        "ledger-path": ledger_path is not None,
-        "ready-timeout": ready_timeout_s is not None,
-        "native-bridge": native_bridge,
-        "store-limits": store_limits is not None,
-        "rate-limit-wait": rate_limit_wait_s is not None,
-        "caller-scope": caller_scope is not None,
-        "read-scope": bool(read_scope),
-        "max-rps": max_rps is not None,
-        "cache-writes": cache_writes is not None,
-        "wait-limit": wait_limit_s is not None,
-        "heartbeat-interval": heartbeat_s is not None,
-        "other-model": other_model is not None,
-        "resends-history": resends_history,
-    }
-    named = [f"{prefix}{name}" for name, present in given.items() if present]
+    flags = given_flags(dict(locals()))  # the keyword arguments above, before anything else is bound
+    given = {flag.name for flag in flags}
+    named = [f"{prefix}{flag.name}" for flag in flags]
     if not named:
         return None
     if not (target or "").startswith("http:"):
         verb = "applies" if len(named) == 1 else "apply"
         raise TargetSpecError(f"{', '.join(named)} {verb} only to an http:// target ({prefix}target http://HOST:PORT)")
     if launch is None:
-        needing = [f"{prefix}{n}" for n in ("launch-cwd", "launch-env", "ls-wiring", "ready-timeout") if given[n]]
+        needing = [f"{prefix}{n}" for n in ("launch-cwd", "launch-env", "ls-wiring", "ready-timeout") if n in given]
         if needing:
             verb = "needs" if len(needing) == 1 else "need"
             raise TargetSpecError(f"{', '.join(needing)} {verb} {prefix}launch: how the kit starts the gateway")

@@ -33,25 +33,40 @@ options:
 #: The "http:// targets" group, the same in the help of every command that opens a target.
 HTTP_TARGET_OPTIONS = """\
 http:// targets (docs/adapters.md, 'Black-box HTTP targets'):
-  --launch COMMAND      start the gateway with this command (split like a shell would) and stop it at the end;
-                        placeholders: {ls_address} dial: the fake LS's HOST:PORT, {ls_h2_address} dial: the same fake
-                        LS's hand-written gRPC port (LS failures at the HTTP level), {csrf_token} dial: the CSRF token
-                        the fake LS checks, {ls_binary} spawn: the stand-in LS binary to spawn, {port} the gateway's
-                        HTTP port
-  --launch-cwd DIR      the launched gateway's working folder
+  --launch COMMAND      start the gateway with this command (split like a shell would; no shell runs it) and stop it
+                        at the end; placeholders: {ls_address} dial: the fake LS's HOST:PORT, {ls_h2_address} dial:
+                        the same fake LS's hand-written gRPC port (LS failures at the HTTP level), {csrf_token} dial:
+                        the CSRF token the fake LS checks, {ls_binary} spawn: the stand-in LS binary to spawn, {port}
+                        the gateway's HTTP port
+  --launch-cwd DIR      the launched gateway's working folder (default: this one)
   --launch-env NAME=VALUE
-                        an environment variable for the launched gateway (repeatable; placeholders filled)
+                        an environment variable added to the kit's own for the launched gateway (repeatable;
+                        placeholders are filled in VALUE)
   --ls-wiring {dial,spawn,none}
                         dial: the gateway dials the kit's fake LS ({ls_address}); spawn: it spawns the kit's stand-in
                         binary ({ls_binary}); none: no LS checks (default with --launch: dial)
-  --api-key API_KEY     an API key the gateway accepts (repeatable: each is a caller; default: conformance-key)
-  --model MODEL         the model name requests use (default: claude-sonnet-4-6)
-  --ledger-path PATH    where the gateway serves the kit's ledger (/v1/ledger)
+  --ready-timeout S     seconds the launched gateway has to answer (default: 30)
+  --api-key KEY         an API key the gateway accepts, sent as Authorization: Bearer KEY (repeatable: each is a
+                        caller; default: conformance-key)
+  --caller-scope SIGNAL
+                        the per-user signal every request body carries, distinct per caller and per run: user,
+                        safety_identifier, prompt_cache_key, metadata.conversation_id, metadata.session_id, none
+                        (default: user; none: anonymous callers, which many gateways give no cache, store reads or
+                        cascade reuse)
+  --read-scope header:NAME|query:NAME
+                        where GET and DELETE /v1/responses/... carry the caller's signal, as the gateway reads it
+                        (repeatable; e.g. header:x-response-user or query:user)
+  --model NAME          the model name requests use (default: claude-sonnet-4-6)
+  --other-model NAME    another model the gateway serves; SCOPE-3 continues a conversation with it and expects a fresh
+                        cascade (default: none, that change is not judged)
+  --ledger-path PATH    where the gateway serves the kit's ledger document, e.g. /v1/ledger (default: not served;
+                        ACC-1 and ACC-3 are then not checkable)
   --native-bridge       the gateway maps tool history to Cascade steps (field 9): native-mode examples run, the others
                         do not
   --store-limits LIMITS
-                        the response store limits the gateway was launched with, max_messages=N,max_entry_bytes=SIZE
-                        (default: the reference's, max_messages=400,max_entry_bytes=32m)
+                        the response store limits the gateway was launched with, max_messages=N,max_entry_bytes=SIZE;
+                        STORE examples are drawn for them (default: the reference's,
+                        max_messages=400,max_entry_bytes=32m)
   --cache-writes WHERE  where the gateway's usage counts the LS's cache-write tokens: prompt (in prompt_tokens) or
                         apart (not in it); ACC-4 judges prompt_tokens by it (default: undeclared, either passes, ACC-4
                         partially)
@@ -61,37 +76,26 @@ http:// targets (docs/adapters.md, 'Black-box HTTP targets'):
   --heartbeat-interval S
                         the longest the gateway leaves a stream silent while the LS is (it sends heartbeats); TURN-5
                         holds it to that (default: undeclared)
-  --other-model NAME    another model the gateway serves; SCOPE-3 continues a conversation with it and expects a fresh
-                        cascade (default: none, that change is not judged)
   --resends-history     the gateway sends a resumed cascade the whole history again, by design; SCOPE-3 then skips its
                         'only the turns added since' clause
-  --ready-timeout S     seconds the launched gateway has to answer (default: 30)
   --rate-limit-wait S   seconds the kit waits, over all retries of one request, when the gateway answers 429 or 503
                         with a wait (Retry-After, retry_after_ms); past it the example is left unjudged (default: 60;
                         0: never wait)
   --max-rps N           the fastest pace the kit sends requests at, in requests per second (0.1 to 1000; default: as
                         fast as the gateway takes them; after a rate limit the kit halves its pace and speeds up again
                         step by step)
-  --caller-scope SIGNAL
-                        the per-user signal every request body carries, distinct per caller and per run: user,
-                        safety_identifier, prompt_cache_key, metadata.conversation_id, metadata.session_id, none
-                        (default: user; none: anonymous callers, which many gateways give no cache, store reads or
-                        cascade reuse)
-  --read-scope header:NAME|query:NAME
-                        where GET and DELETE /v1/responses/... carry the caller's signal, as the gateway reads it
-                        (repeatable; e.g. header:x-response-user or query:user)
 """
 
 RUN_HELP = (
     """\
 usage: cascade-conformance run [-h] [--target TARGET] [--call-timeout CALL_TIMEOUT] [--launch COMMAND]
                                [--launch-cwd DIR] [--launch-env NAME=VALUE] [--ls-wiring {dial,spawn,none}]
-                               [--api-key API_KEY] [--model MODEL] [--ledger-path PATH] [--native-bridge]
-                               [--store-limits LIMITS] [--cache-writes WHERE] [--wait-limit S]
-                               [--heartbeat-interval S] [--other-model NAME] [--resends-history] [--ready-timeout S]
-                               [--rate-limit-wait S] [--max-rps N] [--caller-scope SIGNAL]
-                               [--read-scope header:NAME|query:NAME] [--only ONLY] [--known-failures KNOWN_FAILURES]
-                               [--report REPORT] [--cache-dir CACHE_DIR] [--profile {ci,thorough}] [--seed SEED]
+                               [--ready-timeout S] [--api-key KEY] [--caller-scope SIGNAL]
+                               [--read-scope header:NAME|query:NAME] [--model NAME] [--other-model NAME]
+                               [--ledger-path PATH] [--native-bridge] [--store-limits LIMITS] [--cache-writes WHERE]
+                               [--wait-limit S] [--heartbeat-interval S] [--resends-history] [--rate-limit-wait S]
+                               [--max-rps N] [--only ONLY] [--known-failures KNOWN_FAILURES] [--report REPORT]
+                               [--cache-dir CACHE_DIR] [--example-db DIR] [--profile {ci,thorough}] [--seed SEED]
                                [--max-examples N] [--no-shrink] [--shrink-budget S]
                                [--log-level {DEBUG,INFO,WARNING,ERROR}]
 
@@ -109,6 +113,8 @@ options:
   --cache-dir CACHE_DIR
                         where Hypothesis keeps its own storage, never .hypothesis/ in the current folder (default:
                         REPORT/hypothesis)
+  --example-db DIR      where failing examples are kept between runs, per target, and tried first (default:
+                        REPORT/examples)
   --profile {ci,thorough}
                         ci: derandomized, bounded; thorough: more
   --seed SEED           Hypothesis seed (reproduces a thorough run)
@@ -130,13 +136,13 @@ options:
 
 REPLAY_HELP = (
     """\
-usage: cascade-conformance replay [-h] [--target TARGET] [--call-timeout CALL_TIMEOUT] [--launch COMMAND]
-                                  [--launch-cwd DIR] [--launch-env NAME=VALUE] [--ls-wiring {dial,spawn,none}]
-                                  [--api-key API_KEY] [--model MODEL] [--ledger-path PATH] [--native-bridge]
-                                  [--store-limits LIMITS] [--cache-writes WHERE] [--wait-limit S]
-                                  [--heartbeat-interval S] [--other-model NAME] [--resends-history]
-                                  [--ready-timeout S] [--rate-limit-wait S] [--max-rps N] [--caller-scope SIGNAL]
-                                  [--read-scope header:NAME|query:NAME] [--cache-dir CACHE_DIR]
+usage: cascade-conformance replay [-h] [--report REPORT] [--target TARGET] [--call-timeout CALL_TIMEOUT]
+                                  [--launch COMMAND] [--launch-cwd DIR] [--launch-env NAME=VALUE]
+                                  [--ls-wiring {dial,spawn,none}] [--ready-timeout S] [--api-key KEY]
+                                  [--caller-scope SIGNAL] [--read-scope header:NAME|query:NAME] [--model NAME]
+                                  [--other-model NAME] [--ledger-path PATH] [--native-bridge] [--store-limits LIMITS]
+                                  [--cache-writes WHERE] [--wait-limit S] [--heartbeat-interval S] [--resends-history]
+                                  [--rate-limit-wait S] [--max-rps N] [--cache-dir CACHE_DIR]
                                   case
 
 positional arguments:
@@ -144,6 +150,7 @@ positional arguments:
 
 options:
   -h, --help            show this help message and exit
+  --report REPORT       report folder (default: reports/replay)
   --target TARGET       python:PKG.MODULE:FACTORY, exec:COMMAND, http://127.0.0.1:PORT (port 0 with --launch: the kit
                         picks one) or reference (the default)
   --call-timeout CALL_TIMEOUT

@@ -7,10 +7,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import jsonschema
 import pytest
 
+from conformance.cases import read_case
 from conformance.cli import main
 from conformance.properties import Case, Check, Evidence
+from conformance.results_document import RESULTS_SCHEMA
+from conformance.run_reports import kit_program
 from conformance.targets import Target
 from tests.conformance.cli_support import (
     FAILS,
@@ -79,19 +83,52 @@ def test_a_replay_prints_the_verdict_then_the_message_and_evidence_of_a_verdict_
 ) -> None:
     only_these(monkeypatch, toy("WIRE-1", check))
     case = _case(tmp_path / "case.json")
-    assert main(["replay", str(case), "--target", NOTHING, "--cache-dir", str(tmp_path)]) == code
-    assert timeless(capsys.readouterr().out).splitlines() == printed
+    report = tmp_path / "r"
+    assert (
+        main(["replay", str(case), "--target", NOTHING, "--cache-dir", str(tmp_path), "--report", str(report)]) == code
+    )
+    reports = f"reports: {report}/report.md {report}/junit.xml {report}/results.json"
+    assert timeless(capsys.readouterr().out).splitlines() == [*printed, reports]
+
+
+def test_a_replay_writes_the_reports_of_a_run_of_its_one_case(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    only_these(monkeypatch, toy("WIRE-1", FAILS))
+    case = _case(tmp_path / "case.json")
+    report = tmp_path / "r"
+    (report / "cases").mkdir(parents=True)
+    (report / "cases" / "so-1.json").write_text("{}", encoding="utf-8")  # an earlier run's: not this one's
+    assert main(["replay", str(case), "--target", NOTHING, "--report", str(report)]) == 1
+    capsys.readouterr()
+    document = json.loads((report / "results.json").read_text(encoding="utf-8"))
+    jsonschema.validate(document, RESULTS_SCHEMA)
+    (verdict,) = document["invariants"]
+    assert (verdict["id"], verdict["status"], document["exit_code"]) == ("WIRE-1", "fail", 1)
+    assert document["command"] == f"{kit_program()} replay {case} --target {NOTHING} --report {report}"
+    (failure,) = verdict["failures"]
+    assert failure["replay"] == f"{kit_program()} replay {report}/cases/wire-1.json --target {NOTHING}"
+    assert read_case(report / "cases" / "wire-1.json").case == {"n": 7}
+    assert sorted(p.name for p in (report / "cases").iterdir()) == ["wire-1.json"]
+    markdown = (report / "report.md").read_text(encoding="utf-8")
+    assert f"- Replayed: `{case}` (one saved case, no search)\n" in markdown
+    assert "**exit status 1: 1 invariant(s): 1 fail**" in markdown
+    assert 'name="status" value="fail"' in (report / "junit.xml").read_text(encoding="utf-8")
 
 
 def test_replayed_evidence_is_json_with_its_text_as_is_cut_at_20000_characters(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     only_these(monkeypatch, toy("WIRE-1", _big_evidence))
-    assert main(["replay", str(_case(tmp_path / "case.json")), "--target", NOTHING]) == 1
+    argv = ["replay", str(_case(tmp_path / "case.json")), "--target", NOTHING, "--report", str(tmp_path / "r")]
+    assert main(argv) == 1
     _, message, evidence = capsys.readouterr().out.split("\n", 2)
     assert message == "too much"
     whole = '{\n  "where": "/srv/gateway",\n  "text": "' + "é" * 30000 + '"\n}'
-    assert evidence == whole[:20000] + "\n"
+    assert (
+        evidence
+        == whole[:20000] + f"\nreports: {tmp_path}/r/report.md {tmp_path}/r/junit.xml {tmp_path}/r/results.json\n"
+    )
 
 
 def test_a_replay_keeps_hypothesis_storage_in_the_default_report_folder_or_the_cache_dir(
@@ -152,7 +189,7 @@ def test_save_case_copies_a_reports_case_by_its_id_in_any_case(
     capsys.readouterr()
     out = tmp_path / "mine" / "deeper" / "second.json"
     assert main(["save-case", "Wire-2-2", "--out", str(out)]) == 0
-    assert capsys.readouterr().out == f"saved {out} (replay: cascade-conformance replay {out} --target {NOTHING})\n"
+    assert capsys.readouterr().out == f"saved {out} (replay: {kit_program()} replay {out} --target {NOTHING})\n"
     saved = tmp_path / "reports" / "conformance" / "cases" / "wire-2-2.json"
     assert out.read_bytes() == saved.read_bytes()
     assert json.loads(out.read_text(encoding="utf-8"))["case"] == {"k": "a"}
@@ -208,20 +245,21 @@ def test_a_saved_case_replays_on_the_target_and_options_it_was_found_on(
     out = tmp_path / "mine.json"
     assert main(["save-case", "WIRE-2", "--report", str(tmp_path), "--out", str(out)]) == 0
     saved = capsys.readouterr().out
-    assert saved == f"saved {out} (replay: cascade-conformance replay {out} --target {NOTHING})\n"
-    assert run_lines[0] == f"replay: cascade-conformance replay {tmp_path / 'cases' / 'wire-2.json'} --target {NOTHING}"
+    assert saved == f"saved {out} (replay: {kit_program()} replay {out} --target {NOTHING})\n"
+    assert run_lines[0] == f"replay: {kit_program()} replay {tmp_path / 'cases' / 'wire-2.json'} --target {NOTHING}"
     assert json.loads(out.read_text(encoding="utf-8"))["found_on"] == NOTHING
-    main(["replay", str(out)])
+    replay = ["replay", str(out), "--report", str(tmp_path / "replayed")]
+    main(replay)
     assert capsys.readouterr().out.splitlines()[0] == (
         f"replaying on the reference; this case was found on {NOTHING}: add --target {NOTHING} to replay it there"
     )
     document = json.loads(out.read_text(encoding="utf-8"))
     del document["target_args"]  # a case file from before target_args were kept
     out.write_text(json.dumps(document), encoding="utf-8")
-    main(["replay", str(out)])
+    main(replay)
     assert capsys.readouterr().out.splitlines()[0] == (
         f"replaying on the reference; this case was found on {NOTHING}: add --target {NOTHING} (and its options) "
         "to replay it there"
     )
-    main(["replay", str(out), "--target", NOTHING])  # on the target it names: no note
+    main([*replay, "--target", NOTHING])  # on the target it names: no note
     assert not capsys.readouterr().out.startswith("replaying on")

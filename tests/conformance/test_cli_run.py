@@ -25,6 +25,7 @@ from hypothesis.errors import HypothesisWarning
 from conformance.cli import main
 from conformance.properties import Case, Check, Evidence
 from conformance.results_document import RESULTS_SCHEMA
+from conformance.run_reports import kit_program
 from conformance.targets import Target
 from tests.conformance.cli_support import (
     FAILS,
@@ -94,6 +95,7 @@ def every_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _page(text: str, report: Path) -> str:
+    text = text.replace(f"{kit_program()} replay", "cascade-conformance replay")
     return timeless(text.replace(str(report), "R").replace(f"--target {NOTHING}", "--target NOTHING"))
 
 
@@ -110,7 +112,7 @@ def test_a_run_prints_progress_then_results_counts_reports_and_each_unexpected_f
     assert cases == ["img-3.json", "wire-2-2.json", "wire-2.json", "wire-3.json"]
     saved = json.loads((tmp_path / "cases" / "wire-3.json").read_text(encoding="utf-8"))
     assert (saved["found_on"], saved["message"], saved["case"]) == (NOTHING, "n is 1", {"n": 1})
-    assert f"\nTarget: `{NOTHING}`\n" in (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert f"\n- Target: `{NOTHING}`\n" in (tmp_path / "report.md").read_text(encoding="utf-8")
     header = (tmp_path / "report.md").read_text(encoding="utf-8").split("\n| invariant |")[0]
     assert "\n- Kit: cascade-conformance " in header
     assert "\n- Profile: ci (derandomized), shrinking on, the profile's examples per invariant\n" in header
@@ -145,7 +147,7 @@ def test_results_json_holds_every_verdict_as_one_word_with_its_examples_failures
     cases = [f["case_file"] for f in wire2["failures"]]
     assert cases == [str(tmp_path / "cases" / "wire-2.json"), str(tmp_path / "cases" / "wire-2-2.json")]
     assert [f["replay"] for f in wire2["failures"]] == [
-        f"cascade-conformance replay {case} --target {NOTHING}" for case in cases
+        f"{kit_program()} replay {case} --target {NOTHING}" for case in cases
     ]
     assert by_id["IMG-1"]["examples"]["not_judged"] >= 1
     assert by_id["IMG-1"]["examples"]["reasons"]
@@ -259,18 +261,22 @@ def test_hypothesis_storage_is_under_the_report_folder_during_a_run_and_restored
     assert vars(configuration)["__hypothesis_home_directory"] == hypothesis_home
 
 
-def test_a_thorough_run_keeps_its_failing_examples_in_the_cache_folder(
+def test_failing_examples_are_kept_in_the_example_db_and_a_thorough_runs_database_beside_them(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     at_least_5 = st.fixed_dictionaries({"n": st.integers(min_value=5)})  # a minimal example worth keeping
     only_these(monkeypatch, toy("WIRE-1", FAILS, cases=at_least_5))
     argv = ["run", "--target", NOTHING, "--only", "WIRE-1", "--report", str(tmp_path / "r")]
-    assert main([*argv, "--cache-dir", str(tmp_path / "c")]) == 1
-    assert not (tmp_path / "c" / "examples").exists(), "a derandomized run needs no database"
-    assert main([*argv, "--cache-dir", str(tmp_path / "c"), "--profile", "thorough"]) == 1
-    assert (tmp_path / "c" / "examples").is_dir()
-    assert main([*argv, "--profile", "thorough"]) == 1
-    assert (tmp_path / "r" / "hypothesis" / "examples").is_dir(), "the default cache folder: REPORT/hypothesis"
+    assert main([*argv, "--example-db", str(tmp_path / "db")]) == 1
+    (target,) = (tmp_path / "db").iterdir()  # one folder per target
+    assert [p.name for p in (target / "wire-1").iterdir()] == ["001.json"]
+    assert not (target / "hypothesis").exists(), "a derandomized run needs no Hypothesis database"
+    assert main([*argv, "--example-db", str(tmp_path / "db2"), "--profile", "thorough"]) == 1
+    (target,) = (tmp_path / "db2").iterdir()
+    assert any(path.is_file() for path in (target / "hypothesis").rglob("*"))
+    assert main(argv) == 1
+    assert list((tmp_path / "r" / "examples").glob("*/wire-1/001.json")), "the default: REPORT/examples"
+    assert not (tmp_path / "r" / "hypothesis" / "examples").exists()
     capsys.readouterr()
 
 

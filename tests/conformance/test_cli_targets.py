@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from conformance.cli import main
+from conformance.run_reports import kit_program
 from tests.conformance.cli_support import NOTHING, PASSES, REFERENCE, TELLS_TARGET, only_these, toy
 from tests.conformance.targets_support import echo_server
 from tests.support import echo_gateway
@@ -52,8 +53,8 @@ def test_every_http_option_given_for_another_target_is_named_in_one_usage_line(
     assert main([command, *map(str, before), "--target", target, *EVERY_HTTP_OPTION]) == 2
     captured = capsys.readouterr()
     assert captured.err == (
-        "cascade-conformance: --launch, --launch-cwd, --launch-env, --ls-wiring, --api-key, --model, --ledger-path, "
-        "--ready-timeout, --native-bridge, --store-limits apply only to an http:// target (--target http://HOST:PORT)\n"
+        "cascade-conformance: --launch, --launch-cwd, --launch-env, --ls-wiring, --ready-timeout, --api-key, --model, "
+        "--ledger-path, --native-bridge, --store-limits apply only to an http:// target (--target http://HOST:PORT)\n"
     )
     assert captured.out == ""
 
@@ -118,16 +119,16 @@ def test_a_run_on_a_launched_gateway_replays_through_the_same_options_and_keeps_
         "store.open": None,
     }
     flags = (
-        f"--launch {shlex.quote(launch)} --launch-cwd {ECHO.parent} --ls-wiring none --model m-test "
-        "--ledger-path /v1/ledger --ready-timeout 20.0 --store-limits max_messages=3,max_entry_bytes=1k "
+        f"--launch {shlex.quote(launch)} --launch-cwd {ECHO.parent} --ls-wiring none --ready-timeout 20.0 "
+        "--model m-test --ledger-path /v1/ledger --store-limits max_messages=3,max_entry_bytes=1k "
         "--native-bridge --launch-env ECHO_A=1 --launch-env 'ECHO_B=two words' --api-key k1 --api-key k2"
     )
-    replay = f"  replay: cascade-conformance replay {report}/cases/wire-1.json --target http://127.0.0.1:0 {flags}"
+    replay = f"  replay: {kit_program()} replay {report}/cases/wire-1.json --target http://127.0.0.1:0 {flags}"
     assert out[5:] == [replay]
     markdown = (report / "report.md").read_text(encoding="utf-8")
     assert replay.strip().removeprefix("replay: ") in markdown
     # Who the kit was: the signal it sent, never the signal's values (they differ every run).
-    assert "\nCallers: 2 API keys, per-user signal in user; reads scoped by none (--read-scope)\n" in markdown
+    assert "\n- Callers: 2 API keys, per-user signal in user; reads scoped by none (--read-scope)\n" in markdown
 
 
 def test_a_launched_gateway_wired_to_the_fake_has_the_store_limits_given(
@@ -155,7 +156,7 @@ def test_a_launched_gateway_wired_to_the_fake_has_the_store_limits_given(
         "resends_history": False,
     }
     assert out[5] == (
-        f"  replay: cascade-conformance replay {tmp_path}/cases/wire-1.json --target http://127.0.0.1:0 "
+        f"  replay: {kit_program()} replay {tmp_path}/cases/wire-1.json --target http://127.0.0.1:0 "
         f"--launch {shlex.quote(launch)} --store-limits max_messages=3,max_entry_bytes=1k"
     )
 
@@ -237,7 +238,7 @@ def test_what_answers_after_the_launched_process_exited_is_never_judged(
 ) -> None:
     only_these(monkeypatch, toy("WIRE-1", _asks_after_a_while))
     server = shlex.join([sys.executable, str(ECHO), "--port", "{port}"])
-    launch = shlex.join(["sh", "-c", f"{server} & sleep 0.3; echo 'listen EADDRINUSE'; exit 3"])
+    launch = shlex.join(["sh", "-c", f"{server} & sleep 1; echo 'listen EADDRINUSE'; exit 3"])
     argv = ["run", "--target", "http://127.0.0.1:0", "--launch", launch, "--ls-wiring", "none"]
     assert main([*argv, "--report", str(tmp_path)]) == 2
     assert capsys.readouterr().err.splitlines()[-1] == (

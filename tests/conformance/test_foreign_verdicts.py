@@ -301,7 +301,7 @@ def test_the_scoped_personality_passes_what_it_can_be_checked_for(
     assert verdicts == SCOPED[families], out
     assert code == 0, out
     report = (tmp_path / "report.md").read_text(encoding="utf-8")
-    assert "\nCallers: 1 API key, per-user signal in user; reads scoped by header:x-response-user\n" in report
+    assert "\n- Callers: 1 API key, per-user signal in user; reads scoped by header:x-response-user\n" in report
 
 
 @pytest.mark.parametrize(

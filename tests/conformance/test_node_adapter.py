@@ -105,8 +105,9 @@ def test_null_without_usage_fails_off1_with_a_case_that_replays(
     # The minimal case: one record, no non-zero figure in it.
     (record,) = saved.case["records"]
     assert not any(record.get("usage", {}).values())
-    assert main(["replay", str(tmp_path / "cases" / "off-1.json"), "--target", broken]) == 1
-    assert main(["replay", str(tmp_path / "cases" / "off-1.json"), "--target", GOOD]) == 0
+    replay = ["replay", str(tmp_path / "cases" / "off-1.json"), "--report", str(tmp_path / "replayed")]
+    assert main([*replay, "--target", broken]) == 1
+    assert main([*replay, "--target", GOOD]) == 0
 
 
 def test_null_without_usage_listed_as_a_known_failure_passes_the_run(

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from conformance.options import HTTP_FLAGS, HttpFlag
 from conformance.properties import properties
 from tests.conformance.plugin_support import (
     CLOSES_LOUDLY,
@@ -231,7 +232,7 @@ def test_the_target_is_closed_when_the_run_ends(pytester: pytest.Pytester) -> No
 
 # ---------------------------------------------------------------------------- --help and argument parsing
 
-HELP = (
+SUITE_HELP = (
     "cascade-conformance: "
     "--cascade-target=CASCADE_TARGET run the Cascade conformance suite against this target "
     "(python:PKG.MODULE:FACTORY, exec:COMMAND, http://HOST:PORT, or reference) "
@@ -244,32 +245,23 @@ HELP = (
     "case found so far is reported (default: 60 for exec: and http:// targets, no limit in process) "
     "--cascade-report=CASCADE_REPORT where the suite writes report.md, junit.xml and a case file per failure, as "
     "cascade-conformance run does (default: reports/conformance) "
+    "--cascade-example-db=CASCADE_EXAMPLE_DB where failing examples are kept between runs, per target, and tried "
+    "first, as cascade-conformance run --example-db does (default: REPORT/examples) "
     "--cascade-cache-dir=CASCADE_CACHE_DIR where Hypothesis keeps its storage while the suite runs "
-    "(default: <rootdir>/.cascade-cache) "
-    "--cascade-launch=COMMAND http:// targets: start the gateway with this command; "
-    "placeholders: {ls_address}, {ls_h2_address}, {csrf_token}, {ls_binary}, {port} "
-    "--cascade-launch-cwd=DIR the launched gateway's working folder "
-    "--cascade-launch-env=NAME=VALUE repeatable; placeholders "
-    "--cascade-ls-wiring={dial,spawn,none} default with a launch: dial "
-    "--cascade-api-key=CASCADE_API_KEY repeatable (default: conformance-key) "
-    "--cascade-model=CASCADE_MODEL the model name requests use (default: claude-sonnet-4-6) "
-    "--cascade-ledger-path=PATH where the gateway serves the ledger (/v1/ledger) "
-    "--cascade-native-bridge the gateway maps tool history to Cascade steps: native-mode examples run, "
-    "the others do not "
-    "--cascade-ready-timeout=S seconds to answer (default: 30) "
-    "--cascade-rate-limit-wait=S seconds to wait out 429/503 answers per request (default: 60) "
-    "--cascade-store-limits=LIMITS the gateway's response store limits: max_messages=N,max_entry_bytes=SIZE "
-    "(default: the reference's) "
-    "--cascade-cache-writes=WHERE where usage counts cache-write tokens: prompt or apart (default: undeclared) "
-    "--cascade-wait-limit=S seconds the gateway waits on a running turn (default: undeclared) "
-    "--cascade-heartbeat-interval=S the longest silence in a stream (default: undeclared) "
-    "--cascade-other-model=NAME another model the gateway serves (SCOPE-3; default: none) "
-    "--cascade-resends-history a resumed cascade gets the whole history again, by design (SCOPE-3) "
-    "--cascade-max-rps=N the fastest pace in requests per second (default: as fast as the gateway takes them) "
-    "--cascade-caller-scope=SIGNAL the per-user signal request bodies carry: user, safety_identifier, "
-    "prompt_cache_key, metadata.conversation_id, metadata.session_id, none (default: user) "
-    "--cascade-read-scope=header:NAME|query:NAME repeatable: header:NAME or query:NAME"
+    "(default: <rootdir>/.cascade-cache)"
 )
+
+
+def _pytest_usage(flag: HttpFlag) -> str:
+    if flag.switch:
+        return flag.option("pytest")
+    value = flag.metavar or "{" + ",".join(flag.choices or ()) + "}"
+    return f"{flag.option('pytest')}={value}"
+
+
+# The http:// target options: the command line's, with the prefix, their help texts and order as the one table
+# gives them (the command line's page in test_cli_pages.py spells them out).
+HELP = " ".join([SUITE_HELP, *(f"{_pytest_usage(flag)} {' '.join(flag.help.split())}" for flag in HTTP_FLAGS)])
 
 
 def test_help_documents_every_option_of_the_suite(pytester: pytest.Pytester) -> None:

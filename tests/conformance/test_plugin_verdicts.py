@@ -109,13 +109,16 @@ def test_a_failing_invariant_fails_with_its_statement_and_minimal_case(
     assert '\n\nwhat the check saw:\n{\n  "decoded": {\n    "rejected": ' in text
     assert isinstance(report.longrepr, str)
     assert "Traceback" not in result.stdout.str()
-    assert not (pytester.path / ".cascade-cache" / "examples").exists()  # derandomized: no example database
+    assert not list(
+        pytester.path.glob("reports/conformance/examples/*/hypothesis")
+    )  # derandomized: Hypothesis keeps none
 
 
 @pytest.mark.parametrize(
-    ("args", "where"), [((), ".cascade-cache"), (("--cascade-cache-dir", "elsewhere"), "elsewhere")]
+    ("args", "where"),
+    [((), "reports/conformance/examples"), (("--cascade-example-db", "elsewhere"), "elsewhere")],
 )
-def test_a_thorough_run_keeps_its_examples_in_the_cache_dir(
+def test_a_thorough_run_keeps_its_examples_in_the_example_db(
     pytester: pytest.Pytester, args: tuple[str, ...], where: str
 ) -> None:
     result = run(
@@ -129,13 +132,12 @@ def test_a_thorough_run_keeps_its_examples_in_the_cache_dir(
         *args,
     )
     result.assert_outcomes(failed=1)
-    assert any(path.is_file() for path in (pytester.path / where / "examples").rglob("*"))
-    assert sorted(p.name for p in pytester.path.iterdir() if p.name.startswith(".")) == (
-        [".cascade-cache"] if where == ".cascade-cache" else []
-    )
+    assert any(path.is_file() for path in (pytester.path / where).glob("*/hypothesis/**/*"))
+    assert list((pytester.path / where).glob("*/wire-2/001.json"))
+    assert not (pytester.path / ".hypothesis").exists()
 
 
-def test_a_relative_cache_dir_is_under_the_invocation_folder_even_after_a_chdir(pytester: pytest.Pytester) -> None:
+def test_a_relative_example_db_is_under_the_invocation_folder_even_after_a_chdir(pytester: pytest.Pytester) -> None:
     pytester.mkdir("sub")
     pytester.makeconftest("import os\n\nos.chdir('sub')\n")  # a project's conftest moving elsewhere
     result = run(
@@ -146,12 +148,12 @@ def test_a_relative_cache_dir_is_under_the_invocation_folder_even_after_a_chdir(
         "WIRE-2",
         "--cascade-profile",
         "thorough",
-        "--cascade-cache-dir",
-        "cache",
+        "--cascade-example-db",
+        "db",
     )
     result.assert_outcomes(failed=1)
-    assert any(path.is_file() for path in (pytester.path / "cache" / "examples").rglob("*"))
-    assert not (pytester.path / "sub" / "cache").exists()
+    assert list((pytester.path / "db").glob("*/wire-2/001.json"))
+    assert not (pytester.path / "sub" / "db").exists()
 
 
 def test_the_terminal_summary_lists_each_verdict_with_its_counts(pytester: pytest.Pytester) -> None:

@@ -166,8 +166,10 @@ def test_hypothesis_storage_goes_to_the_cache_dir_not_the_working_directory(pyte
     assert {p.name for p in (pytester.path / ".cascade-cache").iterdir()} >= {"unicode_data"}
 
 
-def test_the_example_database_goes_to_the_chosen_cache_dir(pytester: pytest.Pytester) -> None:
-    # A randomized (thorough) run keeps its failing examples in the database: under --cascade-cache-dir.
+def test_hypothesis_storage_goes_to_the_chosen_cache_dir_and_its_database_to_the_example_db(
+    pytester: pytest.Pytester,
+) -> None:
+    # A randomized (thorough) run keeps its failing examples in Hypothesis's database, under the example db.
     result = _run(
         pytester,
         "--cascade-target",
@@ -180,7 +182,8 @@ def test_the_example_database_goes_to_the_chosen_cache_dir(pytester: pytest.Pyte
         "elsewhere",
     )
     result.assert_outcomes(failed=1)
-    assert any(path.is_file() for path in (pytester.path / "elsewhere" / "examples").rglob("*"))
+    assert (pytester.path / "elsewhere").is_dir()
+    assert any(p.is_file() for p in pytester.path.glob("reports/conformance/examples/*/hypothesis/**/*"))
     assert not (pytester.path / ".hypothesis").exists()
     assert not (pytester.path / ".cascade-cache").exists()
 

@@ -28,8 +28,15 @@ def _markdown(
     else:
         assert write_markdown(results, path, TARGET, target_spec, cases, flags) == path
     text = path.read_text(encoding="utf-8")
-    assert text.endswith("```\n")
+    assert text.endswith("\n")
     return text.split("\n")[:-1]
+
+
+def _section(lines: list[str], heading: str) -> list[str]:
+    """The lines of one verdict's section: from its heading to the next section's (or the end)."""
+    start = lines.index(heading)
+    after = [i for i, line in enumerate(lines) if i > start and line.startswith("## ")]
+    return lines[start : after[0] - 1 if after else len(lines)]
 
 
 @pytest.mark.parametrize(
@@ -60,25 +67,15 @@ def test_the_markdown_report_shows_the_table_and_each_failure_with_case_wire_and
     assert _markdown(results, tmp_path, flags=" --api-key 'k 1'") == [
         "# Conformance report",
         "",
-        f"Target: `{TARGET}`",
+        f"- Target: `{TARGET}`",
+        "",
+        "**3 invariant(s): 1 pass, 1 fail, 1 not checkable**",
         "",
         "| invariant | result | judged | refused | not judged | seconds |",
         "|---|---|---|---|---|---|",
         "| WIRE-1 | pass | 40 | 3 | 2 | 2.50 |",
         "| STORE-8 | not checkable | 0 | 0 | 0 | 0.00 |",
         "| SO-1 | fail | 7 | 0 | 0 | 0.13 |",
-        "",
-        "## What was not judged",
-        "",
-        "- **WIRE-1** (pass): 40 judged, 3 refused, 2 not judged; not judged: the target refused the input: 400 seed "
-        "(3 examples); no resume (2 examples)",
-        "- **STORE-8** (not checkable): it lacks store",
-        "",
-        "## What each invariant states",
-        "",
-        f"- **WIRE-1** (pass): {CATALOGUE['WIRE-1'].statement}",
-        f"- **STORE-8** (not checkable): {CATALOGUE['STORE-8'].statement}",
-        f"- **SO-1** (fail): {CATALOGUE['SO-1'].statement}",
         "",
         "## SO-1: fail",
         "",
@@ -111,6 +108,18 @@ def test_the_markdown_report_shows_the_table_and_each_failure_with_case_wire_and
         "```",
         f"cascade-conformance replay {tmp_path}/cases/so-1.json --target python:engine --api-key 'k 1'",
         "```",
+        "",
+        "## What was not judged",
+        "",
+        "- **WIRE-1** (pass): 40 judged, 3 refused, 2 not judged; not judged: the target refused the input: 400 seed "
+        "(3 examples); no resume (2 examples)",
+        "- **STORE-8** (not checkable): it lacks store",
+        "",
+        "## What each invariant states",
+        "",
+        f"- **WIRE-1** (pass): {CATALOGUE['WIRE-1'].statement}",
+        f"- **STORE-8** (not checkable): {CATALOGUE['STORE-8'].statement}",
+        f"- **SO-1** (fail): {CATALOGUE['SO-1'].statement}",
     ]
 
 
@@ -120,15 +129,8 @@ def test_results_without_distinct_failures_show_their_message(tmp_path: Path) ->
         Result(CATALOGUE["SO-2"], Status.UNEXPECTED_PASS, "listed as a known failure (issue 7) but it passes"),
     ]
     lines = _markdown(results, tmp_path)
-    assert lines[lines.index("## WIRE-2: pass (partial: journal not exposed by the target)") :] == [
-        "## WIRE-2: pass (partial: journal not exposed by the target)",
-        "",
-        f"> {CATALOGUE['WIRE-2'].statement}",
-        "",
-        "```",
-        "partial: journal not exposed by the target",
-        "```",
-        "",
+    # The unexpected pass (a failure of the run) comes before the partial pass.
+    assert lines[lines.index("## SO-2: known failure passed") : lines.index("## What was not judged") - 1] == [
         "## SO-2: known failure passed",
         "",
         f"> {CATALOGUE['SO-2'].statement}",
@@ -136,13 +138,21 @@ def test_results_without_distinct_failures_show_their_message(tmp_path: Path) ->
         "```",
         "listed as a known failure (issue 7) but it passes",
         "```",
+        "",
+        "## WIRE-2: pass (partial: journal not exposed by the target)",
+        "",
+        f"> {CATALOGUE['WIRE-2'].statement}",
+        "",
+        "```",
+        "partial: journal not exposed by the target",
+        "```",
     ]
 
 
 def test_a_known_failure_shows_its_case_and_replay_without_a_target(tmp_path: Path) -> None:
     known = Result(CATALOGUE["SO-3"], Status.KNOWN_FAILURE, "issue 9: frames reordered", {"n": 2}, {"frames": 2})
     lines = _markdown([known], tmp_path, target_spec=None)
-    assert lines[lines.index("## SO-3: known failure") :] == [
+    assert _section(lines, "## SO-3: known failure") == [
         "## SO-3: known failure",
         "",
         f"> {CATALOGUE['SO-3'].statement}",
@@ -182,7 +192,7 @@ def test_each_distinct_failure_gets_a_heading_and_replays_its_own_case(tmp_path:
         Failure(Status.FAIL, "bytes over the bound", {"turns": 1}, {}),
     ]
     lines = _markdown([failed("IMG-3", failures, Status.ERROR)], tmp_path)
-    section = lines[lines.index("## IMG-3: error (3 distinct failures)") :]
+    section = _section(lines, "## IMG-3: error (3 distinct failures)")
     assert section[4:] == [
         "### Failure 1 of 3 (fail)",
         "",
@@ -237,10 +247,10 @@ def test_two_distinct_failures_are_numbered_one_of_two_and_two_of_two(tmp_path: 
     lines = _markdown([failed("SO-1", failures, Status.ERROR)], tmp_path)
     assert [line for line in lines if line.startswith("#")] == [
         "# Conformance report",
-        "## What each invariant states",
         "## SO-1: error (2 distinct failures)",
         "### Failure 1 of 2 (fail)",
         "### Failure 2 of 2 (error)",
+        "## What each invariant states",
     ]
 
 
@@ -313,7 +323,7 @@ def test_evidence_that_is_not_json_is_shown_as_text(tmp_path: Path) -> None:
 def test_the_report_says_what_was_run(tmp_path: Path, info: RunInfo, lines: list[str]) -> None:
     path = write_markdown([Result(CATALOGUE["WIRE-1"], Status.PASS)], tmp_path / "r.md", TARGET, None, {}, info=info)
     text = path.read_text(encoding="utf-8").splitlines()
-    assert text[:7] == ["# Conformance report", "", f"Target: `{TARGET}`", "", *lines]
+    assert text[: 4 + len(lines)] == ["# Conformance report", "", f"- Target: `{TARGET}`", *lines, ""]
 
 
 # --- waiting for the gateway ---------------------------------------------------------------------
@@ -343,3 +353,31 @@ def test_the_time_spent_waiting_for_the_gateway_is_shown_apart_per_invariant(tmp
     ]
     assert waiting_line(results[1:2]) is None  # no wait, no line (and no section)
     assert "## Waiting for the gateway" not in lines_of(results[1:2])
+
+
+def test_the_header_starts_with_the_command_and_ends_with_the_exit_status_and_counts(tmp_path: Path) -> None:
+    info = RunInfo(
+        "0.1.0",
+        "ci",
+        None,
+        True,
+        None,
+        "2026-12-03T12:00:00+00:00",
+        interrupted="interrupted during SO-2: 1 of 2 finished",
+        command="cascade-conformance run --target http://127.0.0.1:0 --launch-env 'A=1 2' --api-key k1",
+    )
+    results = [Result(CATALOGUE["SO-1"], Status.PASS), failed("SO-3", [Failure(Status.FAIL, "no", None, {})])]
+    path = write_markdown(results, tmp_path / "r.md", TARGET, None, {}, info=info, callers="1 API key", exit_code=130)
+    assert path.read_text(encoding="utf-8").splitlines()[:11] == [
+        "# Conformance report",
+        "",
+        "- Command: `cascade-conformance run --target http://127.0.0.1:0 --launch-env 'A=1 2' --api-key k1`",
+        f"- Target: `{TARGET}`",
+        "- Callers: 1 API key",
+        "- Kit: cascade-conformance 0.1.0",
+        "- Profile: ci (derandomized), shrinking on, the profile's examples per invariant",
+        "- Started: 2026-12-03T12:00:00+00:00",
+        "- **Stopped early**: interrupted during SO-2: 1 of 2 finished; the invariants not listed below were not run",
+        "",
+        "**exit status 130: 2 invariant(s): 1 pass, 1 fail**",
+    ]

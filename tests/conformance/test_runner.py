@@ -15,6 +15,7 @@ from conformance.cases import CaseFile, CaseFileError, read_case, write_case
 from conformance.catalogue import CATALOGUE
 from conformance.cli import main
 from conformance.properties import properties
+from conformance.run_reports import kit_program
 from conformance.runner import RunOptions, Status, replay_case, run_property, select
 from conformance.targets import load_target
 
@@ -57,7 +58,7 @@ def test_a_broken_target_fails_with_a_minimal_case_that_replays(
     out = capsys.readouterr().out
     assert "WIRE-2   fail" in out
     case_path = tmp_path / "cases" / "wire-2.json"
-    assert f"replay: cascade-conformance replay {case_path} --target {BROKEN}" in out
+    assert f"replay: {kit_program()} replay {case_path} --target {BROKEN}" in out
     saved = read_case(case_path)
     assert saved.invariant == "WIRE-2"
     assert len(saved.case["expected_unknown"]) == 1, "the shrunk case inserts exactly one unknown field"
@@ -68,8 +69,9 @@ def test_a_broken_target_fails_with_a_minimal_case_that_replays(
     junit = (tmp_path / "junit.xml").read_text(encoding="utf-8")
     assert 'failures="1"' in junit
     # The same file fails on the broken target and passes on the reference: a static, portable case.
-    assert main(["replay", str(case_path), "--target", BROKEN]) == 1
-    assert main(["replay", str(case_path)]) == 0
+    replay = ["replay", str(case_path), "--report", str(tmp_path / "replayed")]
+    assert main([*replay, "--target", BROKEN]) == 1
+    assert main(replay) == 0
 
 
 def test_save_case_copies_a_reported_case(tmp_path: Path) -> None:

@@ -166,7 +166,7 @@ def test_launch_alone_takes_the_launch_defaults() -> None:
                 "ready_timeout_s": 1.0,
                 "store_limits": "max_messages=1",
             },
-            "--launch, --launch-cwd, --launch-env, --ls-wiring, --api-key, --ledger-path, --ready-timeout, "
+            "--launch, --launch-cwd, --launch-env, --ls-wiring, --ready-timeout, --api-key, --ledger-path, "
             "--store-limits apply only to an http:// target (--target http://HOST:PORT)",
         ),
         ("http://127.0.0.1:1", {"launch_cwd": "/"}, "--launch-cwd needs --launch: how the kit starts the gateway"),

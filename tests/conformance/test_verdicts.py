@@ -145,7 +145,7 @@ def test_the_cli_saves_and_shows_every_distinct_failure(tmp_path: Path) -> None:
     assert "2 distinct failures" in junit
     for case in cases:
         replayed = subprocess.run(
-            [*CLI, "replay", str(case), "--target", f"{BROKEN}:two_decoder_bugs"],
+            [*CLI, "replay", str(case), "--target", f"{BROKEN}:two_decoder_bugs", "--report", str(tmp_path / "r")],
             capture_output=True,
             text=True,
             timeout=120,
