@@ -19,6 +19,7 @@ PLACEHOLDERS: dict[str, str] = {
     "csrf_token": "dial: the CSRF token the fake LS checks",
     "ls_binary": "spawn: the stand-in LS binary to spawn",
     "port": "the gateway's HTTP port",
+    "python": "the kit's own Python interpreter",
 }
 
 # The per-user signals --caller-scope can send (conformance.targets._scope sends them).

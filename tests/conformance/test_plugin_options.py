@@ -247,7 +247,7 @@ HELP = (
     "--cascade-cache-dir=CASCADE_CACHE_DIR where Hypothesis keeps its storage while the suite runs "
     "(default: <rootdir>/.cascade-cache) "
     "--cascade-launch=COMMAND http:// targets: start the gateway with this command; "
-    "placeholders: {ls_address}, {ls_h2_address}, {csrf_token}, {ls_binary}, {port} "
+    "placeholders: {ls_address}, {ls_h2_address}, {csrf_token}, {ls_binary}, {port}, {python} "
     "--cascade-launch-cwd=DIR the launched gateway's working folder "
     "--cascade-launch-env=NAME=VALUE repeatable; placeholders "
     "--cascade-ls-wiring={dial,spawn,none} default with a launch: dial "
