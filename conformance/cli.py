@@ -10,19 +10,18 @@ import shlex
 import shutil
 import signal
 import sys
-import textwrap
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 from conformance.cases import CaseFileError, read_case
-from conformance.catalogue import CATALOGUE, FAMILIES
+from conformance.catalogue import CATALOGUE
 from conformance.errors import GatewayGone, TargetError, TargetSpecError
 from conformance.example_db import ExampleDatabase
 from conformance.interrupts import InterruptWatch, exit_code_of, say_still_stopping, signal_name, stop_signals_interrupt
 from conformance.judging import judge
 from conformance.known_failures import KnownFailure, KnownFailuresError, apply_known_failure, load_known_failures
-from conformance.operations import HTTP_TARGET_OPERATIONS, OPERATIONS, PROTOCOL_VERSION, capability_schema
+from conformance.listing import list_catalogue, list_operations
 from conformance.options import HTTP_FLAGS, given_words, http_values
 from conformance.profiles import PROFILES, shrink_budget
 from conformance.properties import Property, properties
@@ -205,9 +204,11 @@ def main(argv: list[str] | None = None) -> int:
 def _command(args: argparse.Namespace, watch: InterruptWatch) -> int:
     try:
         if args.command == "list":
-            return _list()
+            list_catalogue()
+            return EXIT_OK
         if args.command == "operations":
-            return _operations(args.json)
+            list_operations(args.json)
+            return EXIT_OK
         if args.command == "save-case":
             return _save_case(args)
         if args.command == "replay":
@@ -481,68 +482,6 @@ def _save_case(args: argparse.Namespace) -> int:
     shutil.copyfile(source, args.out)
     target = f" {shlex.join(saved.target_args)}" if saved.target_args else ""
     print(f"saved {args.out} (replay: {replay_command(args.out, None, target, kit_program())})")
-    return EXIT_OK
-
-
-def _list(width: int = 100) -> int:
-    registered = properties()
-    indent = " " * 11
-    for family in FAMILIES.values():
-        print(f"{family.id}: {family.title} (docs/invariants.md#{family.id.lower()})")
-        for inv_id, inv in CATALOGUE.items():
-            if inv.family != family.id:
-                continue
-            prop = registered.get(inv_id)
-            details = [f"needs: {prop.needs_text()}", _kinds(prop)] if prop else ["not yet implemented"]
-            for text, first in ((inv.statement, f"  {inv_id:<8} "), *((d, indent) for d in details)):
-                print(_wrap(text, width, first, indent))
-    print(
-        f"{len(CATALOGUE)} invariants: {len(registered)} implemented, "
-        f"{len(CATALOGUE) - len(registered)} not yet implemented"
-    )
-    return EXIT_OK
-
-
-def _kinds(prop: Property) -> str:
-    """Which kinds of target can check ``prop``: in-process and adapter targets can implement every
-    operation; a black-box HTTP target only those in HTTP_TARGET_OPERATIONS."""
-    missing = prop.missing(HTTP_TARGET_OPERATIONS)
-    ledger = " (with --ledger-path)" if any("gateway.ledger" in need for need in prop.needs) else ""
-    http = f"http{ledger}" if not missing else f"not http (needs {', '.join(m.replace('|', ' or ') for m in missing)})"
-    return f"checkable on: python, exec, {http}"
-
-
-def _wrap(text: str, width: int, first: str, rest: str) -> str:
-    """Wrap at spaces only: a statement is never cut inside a word (nor at a hyphen)."""
-    return textwrap.fill(
-        text,
-        width,
-        initial_indent=first,
-        subsequent_indent=rest,
-        break_long_words=False,
-        break_on_hyphens=False,
-    )
-
-
-def _operations(as_json: bool) -> int:
-    if as_json:
-        document = {
-            "protocol": PROTOCOL_VERSION,
-            "operations": {
-                name: {
-                    "summary": op.summary,
-                    "params": op.params,
-                    "result": op.result,
-                    "optional": list(op.optional),
-                    "capabilities": capability_schema(op),
-                }
-                for name, op in OPERATIONS.items()
-            },
-        }
-        print(json.dumps(document, indent=2))
-        return EXIT_OK
-    for name, op in OPERATIONS.items():
-        print(f"{name:<22} {op.summary}")
     return EXIT_OK
 
 

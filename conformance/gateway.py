@@ -22,7 +22,7 @@ from typing import Any
 
 from conformance.errors import InputRefused, PreconditionNotMet, TargetError, TransientRefusal, excerpt
 from conformance.example_tags import tagged
-from conformance.ls_handle import InProcessLs, LsHandle
+from conformance.ls_handle import NOT_WIRED, InProcessLs, LsHandle
 from conformance.models.stream import StreamView
 from conformance.refusals import refusal
 from conformance.targets import Caller, CallerScope, Target
@@ -273,9 +273,7 @@ def open_gateway(
     if callable(wired):
         handle = wired()
         if handle is None:
-            raise PreconditionNotMet(
-                "the gateway's language server is not wired to the kit (--launch with dial or spawn)"
-            )
+            raise PreconditionNotMet(NOT_WIRED)
         handle.reset()
         handle.load_scenario(dict(scenario))
         target.next_example()  # type: ignore[attr-defined]

@@ -22,6 +22,9 @@ from fakels.scenario import ScenarioError, parse_scenario
 from fakels.server import FakeLSThread
 from fakels.standin import ports_file
 
+# Why nothing of the wire can be judged on an HTTP target: the kit did not launch it, or launched it unwired.
+NOT_WIRED = "the gateway's language server is not wired to the kit (--launch with dial or spawn)"
+
 
 class LsHandle(Protocol):
     @property

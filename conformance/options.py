@@ -19,6 +19,7 @@ PLACEHOLDERS: dict[str, str] = {
     "csrf_token": "dial: the CSRF token the fake LS checks",
     "ls_binary": "spawn: the stand-in LS binary to spawn",
     "port": "the gateway's HTTP port",
+    "python": "the kit's own Python interpreter",
 }
 
 # The per-user signals --caller-scope can send (conformance.targets._scope sends them).
@@ -261,5 +262,10 @@ def given_words(front: Front, value_of: Callable[[HttpFlag], Any]) -> list[str]:
 
 def docs_table() -> str:
     """The docs' table of the options (docs/adapters.md, "Black-box HTTP targets"), one row per flag."""
-    rows = [f"| `{flag.usage('cli')}` | {flag.help.replace('|', chr(92) + '|')} |" for flag in HTTP_FLAGS]
+    rows = [f"| `{_cell(flag.usage('cli'))}` | {_cell(flag.help)} |" for flag in HTTP_FLAGS]
     return "\n".join(["| option | meaning |", "|---|---|", *rows])
+
+
+def _cell(text: str) -> str:
+    """``text`` in a Markdown table cell: a ``|`` escaped, even inside backticks (it would end the cell)."""
+    return text.replace("|", "\\|")

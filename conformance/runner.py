@@ -534,7 +534,10 @@ def _lacking(prop: Property, target: Target) -> Result | None:
     if not missing:
         return None
     lacks = ", ".join(need.replace("|", " or ") for need in missing)
-    return Result(prop.invariant, Status.NOT_CHECKABLE, f"not checkable on this target: it lacks {lacks}")
+    why = getattr(target, "why_lacking", None)  # a target that can say why it lacks them (an HTTP target)
+    because = why(missing) if callable(why) else None
+    reason = f"it lacks {lacks}" + (f": {because}" if because else "")
+    return Result(prop.invariant, Status.NOT_CHECKABLE, f"not checkable on this target: {reason}")
 
 
 def _partial(unobserved: set[str]) -> str:

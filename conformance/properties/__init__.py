@@ -73,15 +73,27 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class OverHttp:
+    """What a black-box HTTP target needs, beyond the operations it offers, to be judged on a property:
+    ``given``, the options its run must be given (``--native-bridge``); or ``hidden``, what the property
+    judges and a black box never shows (then no HTTP target can check it)."""
+
+    given: str | None = None
+    hidden: str | None = None
+
+
+@dataclass(frozen=True)
 class Property:
     """``needs``: the operations the check calls; an entry ``"a|b"`` is met by either (e.g. a
-    conversation played through ``engine.play_turns`` or through ``gateway.chat``)."""
+    conversation played through ``engine.play_turns`` or through ``gateway.chat``). ``over_http``:
+    what a black-box HTTP target needs besides (``cascade-conformance list`` and the docs say it)."""
 
     invariant: Invariant
     needs: frozenset[str]
     cases: CaseStrategy
     check: Check
     max_examples: int | None = None
+    over_http: OverHttp = OverHttp()
 
     def missing(self, operations: frozenset[str]) -> list[str]:
         """The needs ``operations`` does not meet, sorted."""
@@ -95,7 +107,12 @@ _REGISTRY: dict[str, Property] = {}
 
 
 def invariant_property(
-    invariant_id: str, *, needs: tuple[str, ...], cases: CaseStrategy, max_examples: int | None = None
+    invariant_id: str,
+    *,
+    needs: tuple[str, ...],
+    cases: CaseStrategy,
+    max_examples: int | None = None,
+    over_http: OverHttp = OverHttp(),
 ) -> Callable[[Check], Check]:
     """Register ``check`` as the property of ``invariant_id``."""
 
@@ -104,7 +121,9 @@ def invariant_property(
             raise KeyError(f"{invariant_id} is not in the catalogue")
         if invariant_id in _REGISTRY:
             raise KeyError(f"{invariant_id} already has a property: {_REGISTRY[invariant_id].check.__qualname__}")
-        _REGISTRY[invariant_id] = Property(CATALOGUE[invariant_id], frozenset(needs), cases, check, max_examples)
+        _REGISTRY[invariant_id] = Property(
+            CATALOGUE[invariant_id], frozenset(needs), cases, check, max_examples, over_http
+        )
         return check
 
     return register

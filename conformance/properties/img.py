@@ -41,7 +41,7 @@ from conformance.models.img import (
     without_history_images,
 )
 from conformance.models.journal import unescaped
-from conformance.properties import SCOPE_HINT, Case, Evidence, invariant_property, require
+from conformance.properties import SCOPE_HINT, Case, Evidence, OverHttp, invariant_property, require
 from conformance.strategies.img import (
     any_wire,
     cases,
@@ -263,6 +263,7 @@ def bounds_newest_turn_first(target: Target, case: Case, evidence: Evidence) -> 
     "IMG-4",
     needs=("engine.build_send_request",),
     cases=cases(wire=any_wire(), env=envs(), refused=True),
+    over_http=OverHttp(hidden="history-image counters"),
     max_examples=40,
 )
 def every_history_attachment_is_counted(target: Target, case: Case, evidence: Evidence) -> None:

@@ -27,7 +27,7 @@ from conformance.models.off import (
     step_id,
     wire_turns,
 )
-from conformance.properties import Case, Evidence, invariant_property, require
+from conformance.properties import Case, Evidence, OverHttp, invariant_property, require
 from conformance.strategies.off import (
     metadata_cases,
     tool_conversations,
@@ -256,7 +256,13 @@ def windows_cover_every_record_once(target: Target, case: Case, evidence: Eviden
             )
 
 
-@invariant_property("OFF-5", needs=("engine.play_turns|gateway.chat",), cases=tool_conversations, max_examples=20)
+@invariant_property(
+    "OFF-5",
+    needs=("engine.play_turns|gateway.chat",),
+    cases=tool_conversations,
+    max_examples=20,
+    over_http=OverHttp(given="--native-bridge"),
+)
 def additional_steps_delta(target: Target, case: Case, evidence: Evidence) -> None:
     """Native mode, 2-5 turns; a turn adds one user message (or a tool result for a call of the
     previous round) and, usually, an assistant message with 1-3 tool calls, mapped by the native

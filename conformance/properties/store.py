@@ -29,7 +29,7 @@ from conformance.models.store import (
     trace,
 )
 from conformance.models.store_wire import Replayed, call_arguments
-from conformance.properties import Case, Evidence, invariant_property, require
+from conformance.properties import Case, Evidence, OverHttp, invariant_property, require
 from conformance.strategies.store import (
     argument_cases,
     both_limits_cases,
@@ -46,6 +46,9 @@ from conformance.strategies.store import (
 from conformance.targets import Target
 
 _NEEDS = ("store.open", "store.put", "store.get")
+# Over HTTP the kit draws examples for the limits the gateway was launched with, declared: its defaults (the
+# reference's 32 MiB budget) would make them megabytes big.
+_OVER_HTTP = OverHttp(given="small --store-limits")
 _NOT_ON_THE_WIRE = (
     "{what}: not observable in the conversation the gateway replays, and it serves no stored items "
     "(GET /v1/responses/{{id}}/input_items)"
@@ -143,7 +146,7 @@ def _cap_alone_binds(case: Case) -> None:
 _APPENDED_ROOM = 512
 
 
-@invariant_property("STORE-1", needs=_NEEDS, cases=argument_cases, max_examples=20)
+@invariant_property("STORE-1", needs=_NEEDS, cases=argument_cases, max_examples=20, over_http=_OVER_HTTP)
 def json_arguments_are_never_spliced(target: Target, case: Case, evidence: Evidence) -> None:
     """Tool calls with JSON-document arguments bigger than the entry budget: every stored
     ``arguments`` whose original is a JSON document is byte-identical to it or is the
@@ -220,7 +223,7 @@ def _judge_replayed_arguments(replayed: Replayed, case: Case, *, json_documents:
     require(len(absent) < len(wanted), "the store kept none of the oversized tool calls (dropped with a notice)")
 
 
-@invariant_property("STORE-2", needs=_NEEDS, cases=argument_cases, max_examples=20)
+@invariant_property("STORE-2", needs=_NEEDS, cases=argument_cases, max_examples=20, over_http=_OVER_HTTP)
 def compacted_calls_keep_id_and_name(target: Target, case: Case, evidence: Evidence) -> None:
     """A call whose JSON arguments were replaced whole keeps its id and function name, so its tool
     result (stored or not) still pairs with it."""
@@ -232,7 +235,7 @@ def compacted_calls_keep_id_and_name(target: Target, case: Case, evidence: Evide
     assert not pairing, "ids, names or messages of stored calls changed:\n  " + "\n  ".join(pairing[:5])
 
 
-@invariant_property("STORE-3", needs=_NEEDS, cases=plain_argument_cases, max_examples=20)
+@invariant_property("STORE-3", needs=_NEEDS, cases=plain_argument_cases, max_examples=20, over_http=_OVER_HTTP)
 def other_strings_are_prefix_cut(target: Target, case: Case, evidence: Evidence) -> None:
     """Tool calls answered with plain-text arguments bigger than the budget, and answers at the
     content stage's floors under budgets they exceed alone: every rewritten string that is not a JSON
@@ -319,7 +322,7 @@ def _judge_count_stage(stored: Stored, cap: int, evidence: Evidence) -> None:
         )
 
 
-@invariant_property("STORE-4", needs=_NEEDS, cases=count_cases, max_examples=25)
+@invariant_property("STORE-4", needs=_NEEDS, cases=count_cases, max_examples=25, over_http=_OVER_HTTP)
 def count_drops_leave_a_notice(target: Target, case: Case, evidence: Evidence) -> None:
     """A conversation of short messages around the cap (one under, at, one over, more): at or under
     the cap it is stored as it is, without a notice; over it, exactly one notice names how many
@@ -330,7 +333,7 @@ def count_drops_leave_a_notice(target: Target, case: Case, evidence: Evidence) -
     _judge_count_stage(stored, case["limits"]["max_messages"], evidence)
 
 
-@invariant_property("STORE-5", needs=_NEEDS, cases=newest_cases, max_examples=25)
+@invariant_property("STORE-5", needs=_NEEDS, cases=newest_cases, max_examples=25, over_http=_OVER_HTTP)
 def newest_turn_is_never_rewritten(target: Target, case: Case, evidence: Evidence) -> None:
     """Conversations over the cap opened by up to a cap's worth of system messages: the newest
     submitted message is stored byte-identical, unless it is the only message stored (then the
@@ -353,7 +356,7 @@ def newest_turn_is_never_rewritten(target: Target, case: Case, evidence: Evidenc
         )
 
 
-@invariant_property("STORE-6", needs=_NEEDS, cases=parts_cases, max_examples=20)
+@invariant_property("STORE-6", needs=_NEEDS, cases=parts_cases, max_examples=20, over_http=_OVER_HTTP)
 def parts_arrays_get_a_text_block(target: Target, case: Case, evidence: Evidence) -> None:
     """Parts-array conversations over the cap: the notice is a leading text block of the seam's
     array (the rest of the array unchanged, nothing flattened), and the caller's objects are the
@@ -374,7 +377,7 @@ def parts_arrays_get_a_text_block(target: Target, case: Case, evidence: Evidence
         assert notice.as_block, f"the notice was not given as a leading text block: {excerpt(message)}"
 
 
-@invariant_property("STORE-7", needs=_NEEDS, cases=both_limits_cases, max_examples=20)
+@invariant_property("STORE-7", needs=_NEEDS, cases=both_limits_cases, max_examples=20, over_http=_OVER_HTTP)
 def notice_survives_the_byte_stage_and_is_never_served(target: Target, case: Case, evidence: Evidence) -> None:
     """Over the cap and over the byte budget at once: the stored conversation still carries a notice,
     none of its notices is cut (both stages' may lead one text), and the answer served back from the
@@ -395,7 +398,9 @@ def notice_survives_the_byte_stage_and_is_never_served(target: Target, case: Cas
     assert _NOTICE_WORDS not in served, f"the answer served back carries the store's notice: {served[:200]!r}"
 
 
-@invariant_property("STORE-8", needs=(*_NEEDS, "store.delete"), cases=ownership_cases, max_examples=10)
+@invariant_property(
+    "STORE-8", needs=(*_NEEDS, "store.delete"), cases=ownership_cases, max_examples=10, over_http=_OVER_HTTP
+)
 def only_the_owner_reads_or_deletes(target: Target, case: Case, evidence: Evidence) -> None:
     """Caller 0 stores an entry; caller 1 gets not-found on reading and deleting it, and afterwards
     the owner still reads the same entry; the owner's delete removes it."""

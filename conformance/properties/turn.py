@@ -19,7 +19,7 @@ from conformance.models.journal import SEND, cascade_of, send_text, sends
 from conformance.models.responses import announced_id, answer_view, body_view
 from conformance.models.stream import StreamView
 from conformance.models.turn import answers
-from conformance.properties import Case, Evidence, invariant_property, require
+from conformance.properties import Case, Evidence, OverHttp, invariant_property, require
 from conformance.refusals import transient_error
 from conformance.strategies.turn import (
     DISCONNECT,
@@ -349,7 +349,13 @@ def _judge_heartbeats(gw: GatewayUnderTest, case: Case, limits: TimeLimits, evid
     )
 
 
-@invariant_property("TURN-5", needs=("gateway.chat",), cases=wait_limit_cases, max_examples=3)
+@invariant_property(
+    "TURN-5",
+    needs=("gateway.chat",),
+    cases=wait_limit_cases,
+    max_examples=3,
+    over_http=OverHttp(given="--wait-limit or --heartbeat-interval"),
+)
 def time_limits_end_honestly(target: Target, case: Case, evidence: Evidence) -> None:
     """A turn the LS keeps running past the gateway's declared wait limit is reported as cut (finish ``length``
     or an error), never as a normal stop; while the LS is silent for a few heartbeat intervals, the stream still

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import queue
 import shlex
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -17,6 +19,7 @@ import jsonschema
 from conformance.errors import TargetError, TargetHung, TargetSpecError
 from conformance.operations import OPERATIONS, PROTOCOL_VERSION
 from conformance.targets._base import DeclaredOperations, check_capabilities, check_result, observed
+from conformance.targets._interpreter import PYTHON_PLACEHOLDER, kit_python, missing_module_hint
 
 # Per-call timeouts scale with the adapter's measured round trip, with a floor, so a slow
 # machine or a slow language runtime does not turn into false failures.
@@ -80,10 +83,12 @@ class ExecTarget(DeclaredOperations):
         """Start the adapter, shake hands, and set the per-call timeout: ``call_timeout_s`` when
         given, else calibrated from three more hello round trips. The hello is not a call: it waits
         for the adapter's start-up too, so it has at least :data:`HANDSHAKE_TIMEOUT_S` (a loaded
-        machine starting a runtime is not an error)."""
-        command = shlex.split(command_text)
+        machine starting a runtime is not an error). ``{python}`` in a word is the kit's own interpreter,
+        as is a bare leading ``python`` or ``python3`` (:func:`kit_python`)."""
+        command = [word.replace(PYTHON_PLACEHOLDER, sys.executable) for word in shlex.split(command_text)]
         if not command:
             raise TargetSpecError("exec: needs a command, e.g. exec:node adapter.mjs")
+        command[0] = kit_python(command[0], os.environ)
         target = cls(command, max(call_timeout_s or 0.0, HANDSHAKE_TIMEOUT_S))
         try:
             target._hello()
@@ -198,7 +203,15 @@ class ExecTarget(DeclaredOperations):
         except subprocess.TimeoutExpired:
             code = None
         status = f"exited with {code}" if code is not None else "closed its stdout"
-        return f"{self.description}: the adapter {status} {when}{self._stderr_note()}"
+        return f"{self.description}: the adapter {status} {when}{self._missing_module_hint()}{self._stderr_note()}"
+
+    def _missing_module_hint(self) -> str:
+        try:
+            self._stderr.seek(0)
+            written = self._stderr.read().decode("utf-8", errors="replace")
+        except (OSError, ValueError):
+            return ""
+        return missing_module_hint(written, self._command[0], os.environ)
 
     def _stderr_note(self) -> str:
         """The tail of what the adapter wrote to stderr so far, for error messages: whole lines within the

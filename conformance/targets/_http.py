@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from conformance.errors import GatewayGone, PreconditionNotMet, TargetError, TargetHung, TargetSpecError
 from conformance.example_tags import tagged
-from conformance.ls_handle import LsHandle
+from conformance.ls_handle import NOT_WIRED, LsHandle
 from conformance.models.img import DEFAULT_HISTORY_BYTES, ENV_HISTORY, EXAMPLE_LIMITS, env_limit
 from conformance.refusals import refusal
 from conformance.targets._base import DeclaredOperations, check_result, observed
@@ -64,6 +64,9 @@ _CHAT_PATH = "/v1/chat/completions"
 # gateway.retrieve without a signal: the read carries the signal of this example's caller with that key.
 _EXAMPLE = object()
 _CLIENT_ONLY = frozenset({"self", "extra_headers", "extra_query", "extra_body", "timeout"})
+# What a gateway wired to the kit's fake offers besides HTTP: the Send it builds, read from the fake's wire,
+# and its response store, whose turns that fake answers.
+_WIRE_OPERATIONS = frozenset({"engine.build_send_request", "store.open", "store.put", "store.get", "store.delete"})
 
 
 class HttpTarget(DeclaredOperations):
@@ -86,7 +89,7 @@ class HttpTarget(DeclaredOperations):
         if options.launch is not None and options.launch.wiring != "none":
             # The Send it builds for a conversation is read from the wire of the fake it is wired to, and
             # the turns its response store keeps are answered by that fake.
-            self._ops |= {"engine.build_send_request", "store.open", "store.put", "store.get", "store.delete"}
+            self._ops |= _WIRE_OPERATIONS
             limits = options.store_limits or DEFAULT_STORE_LIMITS
             self._caps["store.open"] = {"fixed_limits": dict(limits), "shapes": ["responses"]}
         self._caps["gateway.chat"] = {"hang_up": True}
@@ -176,6 +179,12 @@ class HttpTarget(DeclaredOperations):
         was launched with them; every other variable of its environment is the gateway's business."""
         launched = dict(self._gateway.spec.env) if self._gateway is not None else {}
         return {k: v for k, v in launched.items() if k in EXAMPLE_LIMITS}
+
+    def why_lacking(self, needs: list[str]) -> str | None:
+        """Why this target lacks operations the kit's HTTP target can offer: the wire's, when the kit did
+        not wire the gateway's LS (None: no such reason)."""
+        wanted = {op for need in needs for op in need.split("|")}
+        return NOT_WIRED if wanted & _WIRE_OPERATIONS and self.wired_ls() is None else None
 
     def wired_ls(self) -> LsHandle | None:
         """The fake LS the gateway talks to; None when the kit did not wire one (no --launch, or

@@ -23,7 +23,7 @@ from typing import Any
 
 from conformance.errors import PreconditionNotMet, TargetError, TargetSpecError
 from conformance.example_tags import new_tag, untagged
-from conformance.ls_handle import LsHandle
+from conformance.ls_handle import NOT_WIRED, LsHandle
 from conformance.models.img import DEFAULT_HISTORY_BYTES
 from conformance.models.js_text import utf16_units
 from conformance.refusals import excerpt_body, refusal
@@ -113,7 +113,7 @@ class HttpStore:
     def put(self, messages: list[dict[str, Any]], caller: int, answer: Mapping[str, Any]) -> dict[str, Any]:
         handle = self._ls()
         if handle is None:
-            raise PreconditionNotMet("the gateway's language server is not wired to the kit (--launch)")
+            raise PreconditionNotMet(NOT_WIRED)
         body = {"model": self._model, "input": messages, "store": True}
         size = len(json.dumps(body, ensure_ascii=False).encode()) + len(json.dumps(answer, ensure_ascii=False).encode())
         if size > MAX_BODY_BYTES:

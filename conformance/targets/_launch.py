@@ -9,8 +9,10 @@ The wiring says how the gateway finds its LS:
   control port baked into it;
 - ``none``: the gateway's LS is none of the kit's business (only HTTP-level checks).
 
-``{port}`` is the gateway's HTTP port in every wiring. The gateway runs in its own process group,
-its stdout and stderr go to one file, and :meth:`LaunchedGateway.stop` ends the whole group.
+``{port}`` is the gateway's HTTP port in every wiring, ``{python}`` the kit's own interpreter (a bare
+leading ``python`` or ``python3`` runs it too: :mod:`conformance.targets._interpreter`). The gateway runs
+in its own process group, its stdout and stderr go to one file, and :meth:`LaunchedGateway.stop` ends
+the whole group.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from typing import IO, Literal
 from conformance.errors import TargetError, TargetSpecError
 from conformance.ls_handle import InProcessLs, LsHandle, StandinLs
 from conformance.options import PLACEHOLDERS
+from conformance.targets._interpreter import kit_python, missing_module_hint
 from fakels.server import FakeLSThread
 from fakels.standin import write_standin
 
@@ -42,9 +45,9 @@ Wiring = Literal["dial", "spawn", "none"]
 WIRINGS: tuple[Wiring, ...] = ("dial", "spawn", "none")
 KIT_CSRF_TOKEN = "cascade-conformance-kit-csrf-token"
 _FITS: dict[Wiring, frozenset[str]] = {
-    "dial": frozenset({"ls_address", "ls_h2_address", "csrf_token", "port"}),
-    "spawn": frozenset({"ls_binary", "port"}),
-    "none": frozenset({"port"}),
+    "dial": frozenset({"ls_address", "ls_h2_address", "csrf_token", "port", "python"}),
+    "spawn": frozenset({"ls_binary", "port", "python"}),
+    "none": frozenset({"port", "python"}),
 }
 # The placeholders a gateway can reach the kit's LS by, per wiring (it must use one; an error names the first).
 _WAYS_TO_THE_LS: dict[Wiring, tuple[str, ...]] = {
@@ -170,6 +173,9 @@ class LaunchedGateway:
         self._standin: StandinLs | None = None
         self._final_output: str | None = None
         self._stopped = False
+        # What ran, once started: the program (placeholders filled, a bare python resolved) and its environment.
+        self._program = self._words[0]
+        self._env: dict[str, str] = dict(os.environ)
 
     @property
     def pid(self) -> int | None:
@@ -202,7 +208,7 @@ class LaunchedGateway:
             raise TargetError(f"cannot start the kit's side of --ls-wiring {self.spec.wiring}: {exc}") from None
 
     def _wire_ls(self) -> dict[str, str]:
-        values = {"port": str(self.port)}
+        values = {"port": str(self.port), "python": sys.executable}
         if self.spec.wiring == "dial":
             # {ls_h2_address}: the gateway dials the fake's hand-written gRPC port, where a call can fail at the
             # HTTP level too.
@@ -223,7 +229,8 @@ class LaunchedGateway:
     def _spawn(self, values: Mapping[str, str]) -> None:
         argv = [fill(word, values) for word in self._words]
         env = dict(os.environ) | {key: fill(value, values) for key, value in self.spec.env.items()}
-        argv[0] = _beside_the_kit(argv[0], env.get("PATH"))
+        argv[0] = _beside_the_kit(kit_python(argv[0], env), env.get("PATH"))
+        self._program, self._env = argv[0], env
         self._log = self._log_path.open("wb")
         try:
             self._proc = subprocess.Popen(
@@ -297,7 +304,7 @@ class LaunchedGateway:
     def _still_running(self, when: str) -> None:
         code = self._proc.poll() if self._proc is not None else None
         if code is not None:
-            raise TargetError(f"{self._name()}: {describe_exit(code)} {when}{self._tail_note()}")
+            raise TargetError(f"{self._name()}: {describe_exit(code)} {when}{self._hint()}{self._tail_note()}")
 
     # ------------------------------------------------------------------ running
 
@@ -313,7 +320,8 @@ class LaunchedGateway:
             return None
         last = self.output_tail(1)
         said = f"; its last words: {last!r}" if last else "; it wrote nothing"
-        return f"{self._name()} {describe_exit(code)} during the run{said} (all of it: gateway-output.log)"
+        hint = self._hint()
+        return f"{self._name()} {describe_exit(code)} during the run{said}{hint} (all of it: gateway-output.log)"
 
     def output(self) -> str:
         """Everything the gateway wrote to stdout and stderr so far (kept after stop())."""
@@ -330,6 +338,10 @@ class LaunchedGateway:
     def _tail_note(self) -> str:
         tail = self.output_tail()
         return f"; its output ends:\n{tail}" if tail else "; it wrote no output"
+
+    def _hint(self) -> str:
+        """Which interpreter ran, when the gateway's output shows a module it could not import."""
+        return missing_module_hint(self.output(), self._program, self._env)
 
     def _name(self) -> str:
         return f"the gateway ({self.spec.command})"

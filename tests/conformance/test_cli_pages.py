@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from conformance.cli import _wrap, main
+from conformance.cli import main
+from conformance.listing import wrap
 from tests.conformance.cli_support import PASSES, only_these, toy
 
 TOP_HELP = """\
@@ -37,7 +38,7 @@ http:// targets (docs/adapters.md, 'Black-box HTTP targets'):
                         at the end; placeholders: {ls_address} dial: the fake LS's HOST:PORT, {ls_h2_address} dial:
                         the same fake LS's hand-written gRPC port (LS failures at the HTTP level), {csrf_token} dial:
                         the CSRF token the fake LS checks, {ls_binary} spawn: the stand-in LS binary to spawn, {port}
-                        the gateway's HTTP port
+                        the gateway's HTTP port, {python} the kit's own Python interpreter
   --launch-cwd DIR      the launched gateway's working folder (default: this one)
   --launch-env NAME=VALUE
                         an environment variable added to the kit's own for the launched gateway (repeatable;
@@ -194,7 +195,7 @@ WIRE_AND_IMG = """\
 WIRE: the fake LS matches the real protocol (docs/invariants.md#wire)
   WIRE-1   Every RPC of the cascade flow decodes field for field as real clients encode it.
            needs: ls.decode_request
-           checkable on: python, exec, not http (needs ls.decode_request)
+           checkable on: python, exec, not over http (needs ls.decode_request)
   WIRE-2   Unknown fields survive decoding and are reported in the journal (protocol drift).
            needs: gateway.chat
            checkable on: python, exec, http
@@ -209,12 +210,13 @@ WIRE: the fake LS matches the real protocol (docs/invariants.md#wire)
 IMG: images of replayed turns (docs/invariants.md#img)
   IMG-1    Images of every replayed turn reach field 6, within the bounds, instead of a placeholder.
            needs: engine.play_turns or gateway.chat, ls.serve
-           checkable on: python, exec, not http (needs ls.serve)
+           checkable on: python, exec, not over http (needs ls.serve)
   IMG-2    Ordinals: current-turn images are #1..k, history images follow chronologically; the
            marker `[Image #N attached to this request — from an earlier turn]` names the N-th
            field-6 image.
            needs: engine.play_turns or ls.journal, ls.serve
-           checkable on: python, exec, not http (needs engine.play_turns or ls.journal, ls.serve)
+           checkable on: python, exec, not over http (needs engine.play_turns or ls.journal,
+           ls.serve)
   IMG-3    Bounds: at most CASCADE_MAX_HISTORY_IMAGES (4) images and CASCADE_MAX_HISTORY_IMAGE_BYTES
            (1.6 MB) of history images, newest turn first, checked per image; 0 disables, still
            counted.
@@ -317,7 +319,7 @@ def test_list_shows_what_each_property_needs_and_which_targets_can_check_it(
     )
     assert main(["list"]) == 0
     lines = capsys.readouterr().out.splitlines(keepends=True)
-    assert "".join(lines[:42]) == WIRE_AND_IMG
+    assert "".join(lines[:43]) == WIRE_AND_IMG
     assert [line for line in lines if not line.startswith(" ")] == [
         "WIRE: the fake LS matches the real protocol (docs/invariants.md#wire)\n",
         "IMG: images of replayed turns (docs/invariants.md#img)\n",
@@ -378,8 +380,8 @@ def test_operations_json_gives_each_operations_schemas_and_capabilities(capsys: 
 def test_a_listed_statement_is_never_cut_inside_a_word_even_one_longer_than_the_line() -> None:
     word = "x" * 120
     assert (
-        _wrap(f"short {word} end", 100, "  WIRE-1   ", " " * 11) == f"  WIRE-1   short\n{' ' * 11}{word}\n{' ' * 11}end"
+        wrap(f"short {word} end", 100, "  WIRE-1   ", " " * 11) == f"  WIRE-1   short\n{' ' * 11}{word}\n{' ' * 11}end"
     )
-    assert _wrap("append-only " * 9, 40, "", "") == "append-only append-only append-only\n" * 2 + (
+    assert wrap("append-only " * 9, 40, "", "") == "append-only append-only append-only\n" * 2 + (
         "append-only append-only append-only"
     )

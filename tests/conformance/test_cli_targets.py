@@ -245,3 +245,25 @@ def test_what_answers_after_the_launched_process_exited_is_never_judged(
         f"stopped during WIRE-1: the gateway ({launch}) exited with code 3 during the run; its last words: "
         "'listen EADDRINUSE' (all of it: gateway-output.log); 0 of 1 finished, none judged after it ended"
     )
+
+
+@pytest.mark.parametrize("wiring", [None, "none"], ids=["not-launched", "launched-unwired"])
+def test_on_a_gateway_whose_ls_the_kit_did_not_wire_img_and_store_say_to_launch_it(
+    wiring: str | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with echo_server() as (url, _):
+        target = ["--target", url] if wiring is None else ["--target", "http://127.0.0.1:0"]
+        launch = shlex.join([sys.executable, str(ECHO), "--port", "{port}"])
+        launched = [] if wiring is None else ["--launch", launch, "--ls-wiring", wiring]
+        argv = ["run", *target, *launched, "--only", "IMG-1,IMG-4,STORE-8,OFF-2", "--report", str(tmp_path)]
+        assert main(argv) == 1  # nothing judged
+    capsys.readouterr()
+    document = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    messages = {entry["id"]: entry["message"] for entry in document["invariants"]}
+    not_wired = "the gateway's language server is not wired to the kit (--launch with dial or spawn)"
+    assert messages["IMG-1"] == f"not checkable on this target: it lacks engine.build_send_request: {not_wired}"
+    assert messages["IMG-4"] == messages["IMG-1"]
+    assert messages["STORE-8"] == (
+        f"not checkable on this target: it lacks store.delete, store.get, store.open, store.put: {not_wired}"
+    )
+    assert f"examples {not_wired}" in messages["OFF-2"]  # the reason OFF already gave

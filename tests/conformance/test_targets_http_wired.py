@@ -290,4 +290,4 @@ def test_without_a_wired_ls_a_put_is_not_checkable(target: PrewiredHttpTarget) -
     )
     with pytest.raises(PreconditionNotMet) as info:
         store.put(CONVERSATION, 0, {"text": "x"})
-    assert info.value.reason == "the gateway's language server is not wired to the kit (--launch)"
+    assert info.value.reason == "the gateway's language server is not wired to the kit (--launch with dial or spawn)"

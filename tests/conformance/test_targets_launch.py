@@ -31,7 +31,8 @@ KNOWN = (
     "{ls_address} (dial: the fake LS's HOST:PORT), "
     "{ls_h2_address} (dial: the same fake LS's hand-written gRPC port (LS failures at the HTTP level)), "
     "{csrf_token} (dial: the CSRF token the fake LS checks), "
-    "{ls_binary} (spawn: the stand-in LS binary to spawn), {port} (the gateway's HTTP port)"
+    "{ls_binary} (spawn: the stand-in LS binary to spawn), {port} (the gateway's HTTP port), "
+    "{python} (the kit's own Python interpreter)"
 )
 FOR_DIAL = "{ls_address}, {ls_h2_address} and {csrf_token} are for dial, {ls_binary} for spawn)"
 NEVER = "the launch command and its --launch-env values never use"
@@ -69,17 +70,17 @@ reaped = targets_support.reaped
         (
             LaunchSpec("gw {ls_binary} {ls_address}"),
             "--launch: {ls_binary} does not fit --ls-wiring dial (with dial the placeholders are {csrf_token}, "
-            f"{{ls_address}}, {{ls_h2_address}}, {{port}}; {FOR_DIAL}",
+            f"{{ls_address}}, {{ls_h2_address}}, {{port}}, {{python}}; {FOR_DIAL}",
         ),
         (
             LaunchSpec("gw {ls_address}", wiring="spawn"),
             f"--launch: {{ls_address}} does not fit --ls-wiring spawn (with spawn the placeholders are {{ls_binary}}, "
-            f"{{port}}; {FOR_DIAL}",
+            f"{{port}}, {{python}}; {FOR_DIAL}",
         ),
         (
             LaunchSpec("gw {ls_binary} {csrf_token} {ls_address}", wiring="none"),
             "--launch: {csrf_token}, {ls_address}, {ls_binary} does not fit --ls-wiring none (with none the "
-            f"placeholders are {{port}}; {FOR_DIAL}",
+            f"placeholders are {{port}}, {{python}}; {FOR_DIAL}",
         ),
         (
             LaunchSpec("gw --port {port} {csrf_token}"),

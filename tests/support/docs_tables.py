@@ -4,19 +4,23 @@ so tests can hold the pages to them (``docs/invariants.md``, the operations tabl
 
 from __future__ import annotations
 
+import re
 from itertools import groupby
 
 from conformance.catalogue import CATALOGUE, FAMILIES
+from conformance.listing import over_http as http_support
 from conformance.operations import HTTP_TARGET_OPERATIONS
 from conformance.properties import Property, properties
 
 
 def over_http(prop: Property) -> str:
-    """Whether a black-box HTTP target can check ``prop``, and with what."""
-    missing = prop.missing(HTTP_TARGET_OPERATIONS)
-    if missing:
-        return "no"
-    return "yes, with `--ledger-path`" if any("gateway.ledger" in need for need in prop.needs) else "yes"
+    """Whether a black-box HTTP target can check ``prop``, and with what (``cascade-conformance list``'s
+    words, options in backticks): ``no`` when it needs operations the needs column names."""
+    checkable, note = http_support(prop)
+    note = re.sub(r"(--[a-z][a-z-]*)", r"`\1`", note)
+    if checkable:
+        return f"yes, {note}" if note else "yes"
+    return "no" if prop.missing(HTTP_TARGET_OPERATIONS) else f"no ({note})"
 
 
 def _needs(prop: Property | None) -> str:
