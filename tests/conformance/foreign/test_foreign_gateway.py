@@ -26,6 +26,7 @@ from conformance.models import img
 from conformance.models.store import ARGUMENTS_TRUNCATION_JSON, NOTICE, TRUNCATION_MARKER, token, trace
 from fakels.scenario import Chunk, Fault, ResponseOverride, Scenario, ToolCall, Turn, Usage
 from fakels.server import FakeLSThread
+from tests.support.fake_ls import StartFakeLs
 from tests.support.foreigngw import store as fgw_store
 from tests.support.foreigngw.prompt import PLACEHOLDER as FGW_PLACEHOLDER
 
@@ -128,9 +129,8 @@ def launch(fake: FakeLSThread, folder: Path, **extra: str) -> Gateway:
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeLSThread]:
-    with FakeLSThread(csrf_token=TOKEN) as server:
-        yield server
+def fake(start_module_fake_ls: StartFakeLs) -> FakeLSThread:
+    return start_module_fake_ls(csrf_token=TOKEN)
 
 
 def running_gateway(fake: FakeLSThread, factory: pytest.TempPathFactory, **extra: str) -> Iterator[Gateway]:

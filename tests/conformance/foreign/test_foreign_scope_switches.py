@@ -33,15 +33,15 @@ from tests.conformance.foreign.test_foreign_gateway import (
     text_turn,
     user,
 )
+from tests.support.fake_ls import StartFakeLs
 
 SWITCHES = "cache-key-without-caller,image-placeholder-key,user-only-fingerprint,previous-response-id-ignored"
 JSON_SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}}}
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeLSThread]:
-    with FakeLSThread(csrf_token=TOKEN) as server:
-        yield server
+def fake(start_module_fake_ls: StartFakeLs) -> FakeLSThread:
+    return start_module_fake_ls(csrf_token=TOKEN)
 
 
 @pytest.fixture(scope="module")

@@ -26,12 +26,12 @@ from tests.conformance.foreign.test_foreign_gateway import (
     sends,
     text_turn,
 )
+from tests.support.fake_ls import StartFakeLs
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeLSThread]:
-    with FakeLSThread(csrf_token=TOKEN) as server:
-        yield server
+def fake(start_module_fake_ls: StartFakeLs) -> FakeLSThread:
+    return start_module_fake_ls(csrf_token=TOKEN)
 
 
 @pytest.fixture(scope="module")

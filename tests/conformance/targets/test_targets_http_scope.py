@@ -18,6 +18,7 @@ from conformance.targets._http_store import HttpStore
 from conformance.targets._scope import Caller, parse_read_scope
 from fakels.server import FakeLSThread
 from tests.conformance.targets.targets_support import Canned, RecordingLs, canned_server
+from tests.support.fake_ls import StartFakeLs
 
 LIMITS = {"max_messages": 400, "max_entry_bytes": 32 * 1024 * 1024}
 JSON = [("Content-Type", "application/json")]
@@ -34,9 +35,8 @@ def signal(n: int) -> str:
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeLSThread]:
-    with FakeLSThread(csrf_token="scope-csrf") as server:
-        yield server
+def fake(start_module_fake_ls: StartFakeLs) -> FakeLSThread:
+    return start_module_fake_ls(csrf_token="scope-csrf")
 
 
 @contextmanager

@@ -17,6 +17,7 @@ from conformance.targets._http_store import DEFAULT_STORE_LIMITS, HttpStore
 from conformance.targets._scope import Caller, CallerScope
 from fakels.server import FakeLSThread
 from tests.conformance.targets.targets_support import Canned, RecordingLs, canned_server, echo_server
+from tests.support.fake_ls import StartFakeLs
 
 LIMITS = {"max_messages": 400, "max_entry_bytes": 32 * 1024 * 1024}
 Log = list[tuple[str, str, str]]
@@ -33,9 +34,8 @@ UNSCOPED = CallerScope("none")
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeLSThread]:
-    with FakeLSThread(csrf_token="store-csrf") as server:
-        yield server
+def fake(start_module_fake_ls: StartFakeLs) -> FakeLSThread:
+    return start_module_fake_ls(csrf_token="store-csrf")
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ from fakels.decoder import decode
 from fakels.rpcs import RPCS
 from fakels.server import FakeLSThread
 from tests.conformance.targets.targets_support import PrewiredHttpTarget
+from tests.support.fake_ls import StartFakeLs
 
 CSRF = "targets-wired-csrf"
 KEYS = {"key-a": "caller-a", "key-b": "caller-b"}
@@ -32,9 +33,8 @@ CONVERSATION = [{"role": "user", "content": "hello there"}]
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeLSThread]:
-    with FakeLSThread(csrf_token=CSRF) as server:
-        yield server
+def fake(start_module_fake_ls: StartFakeLs) -> FakeLSThread:
+    return start_module_fake_ls(csrf_token=CSRF)
 
 
 @pytest.fixture(scope="module")
