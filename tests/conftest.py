@@ -13,7 +13,10 @@ from hypothesis import HealthCheck, settings
 from conformance.catalogue import invariant
 from fakels.proto.exa.language_server_pb import language_server_pb2_grpc as ls_grpc
 from fakels.server import FakeLSThread
-from tests.support.fake_ls import CSRF_TOKEN
+from tests.support.fake_ls import CSRF_TOKEN, StartFakeLs
+
+# The fake-LS fixtures every test tree uses (start_fake_ls, start_module_fake_ls).
+pytest_plugins = ["tests.support.fake_ls_fixtures"]
 
 settings.register_profile(
     "ci",
@@ -59,10 +62,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture
-def fake_ls() -> Iterator[FakeLSThread]:
+def fake_ls(start_fake_ls: StartFakeLs) -> FakeLSThread:
     """A fresh fake LS with CSRF checking, gRPC on an OS-chosen loopback port."""
-    with FakeLSThread(csrf_token=CSRF_TOKEN) as fake:
-        yield fake
+    return start_fake_ls(csrf_token=CSRF_TOKEN)
 
 
 @pytest.fixture

@@ -281,6 +281,62 @@ def test_the_mutmut_explorer_and_the_spec_runner_never_import_each_other() -> No
     assert found == []
 
 
+# --------------------------------------------------------------------------------------- the tests
+
+# tests/conformance/ mirrors the kit: each test module in the sub-package of the part it tests.
+KIT_TEST_FOLDERS = ("cli", "foreign", "models", "plugin", "report", "runner", "targets", "verdicts")
+KIT_TEST_ROOTS = ("__init__.py", "test_catalogue.py")
+KIT_TEST_PREFIXES = {
+    "test_cli_": "cli",
+    "test_model_": "models",
+    "test_targets_": "targets",
+    "test_plugin_": "plugin",
+    "test_report_": "report",
+    "test_runner": "runner",
+    "test_foreign_": "foreign",
+}
+
+
+def test_the_kits_tests_live_in_sub_packages_named_like_the_parts_they_test() -> None:
+    tests = ROOT / "tests/conformance"
+    loose = sorted(p.name for p in tests.glob("*.py") if p.name not in KIT_TEST_ROOTS)
+    folders = sorted(p.name for p in tests.iterdir() if p.is_dir() and p.name != "__pycache__")
+    misplaced = [
+        f"{p.relative_to(ROOT).as_posix()} (belongs in tests/conformance/{folder}/)"
+        for p in sorted(tests.rglob("test_*.py"))
+        if (folder := next((f for prefix, f in KIT_TEST_PREFIXES.items() if p.name.startswith(prefix)), None))
+        and p.parent.name != folder
+    ]
+    assert loose == []
+    assert folders == sorted(KIT_TEST_FOLDERS)
+    assert [f for f in folders if not (tests / f / "__init__.py").is_file()] == []
+    assert misplaced == []
+
+
+def _is_fixture(decorator: ast.expr) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return (isinstance(target, ast.Attribute) and target.attr == "fixture") or (
+        isinstance(target, ast.Name) and target.id == "fixture"
+    )
+
+
+def test_a_fixture_starts_its_fake_ls_through_the_shared_factory() -> None:
+    """``start_fake_ls`` and ``start_module_fake_ls`` (tests/support/fake_ls_fixtures.py) start every fake LS
+    a fixture needs and stop it at the end of the fixture's scope: no fixture starts a FakeLSThread itself."""
+    found = [
+        f"{path.relative_to(ROOT).as_posix()}:{node.lineno} {node.name}"
+        for path in _sources("tests")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and any(_is_fixture(d) for d in node.decorator_list)
+        and any(
+            isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "FakeLSThread"
+            for call in ast.walk(node)
+        )
+    ]
+    assert found == []
+
+
 # --------------------------------------------------------------------------------------- circles
 
 

@@ -10,7 +10,7 @@
 //
 //   cascade-conformance run --target "exec:node conformance/adapters/gateway-adapter.mjs"
 //
-// Flags re-introduce known defects, for the kit's meta-tests (tests/conformance/test_node_adapter.py):
+// Flags re-introduce known defects, for the kit's meta-tests (tests/conformance/targets/test_node_adapter.py):
 //   --drop-unknown         the decoder forgets unknown fields              (WIRE-2 fails)
 //   --null-without-usage   parsing answers null when no record has usage  (OFF-1 fails)
 //   --zero-unknown-offset  the pool stores an unknown offset as 0          (OFF-3 fails)

@@ -14,6 +14,7 @@ from engine.sessions.log import SessionLog
 from fakels.server import FakeLSThread
 from tests.engine.cascade_support import CSRF, Harness
 from tests.engine.process_support import kill_group_left_running
+from tests.support.fake_ls import StartFakeLs
 from tests.support.image_server import ImageServer, serve_images
 
 
@@ -31,10 +32,9 @@ def fresh(server: ImageServer) -> ImageServer:
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeLSThread]:
+def fake(start_fake_ls: StartFakeLs) -> FakeLSThread:
     """A fake LS with no script (modules that script one define their own ``fake``)."""
-    with FakeLSThread(csrf_token=CSRF) as server:
-        yield server
+    return start_fake_ls(csrf_token=CSRF)
 
 
 @pytest.fixture

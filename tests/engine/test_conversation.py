@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import io
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,6 +15,7 @@ from engine.conversation import ConversationEngine, TurnOptions
 from engine.reuse.pool import ConversationPool
 from fakels.scenario import Chunk, Scenario, Turn, Usage
 from fakels.server import FakeLSThread
+from tests.support.fake_ls import StartFakeLs
 
 TOKEN = "conversation-test-token"
 OPTIONS = TurnOptions(api_key="k", model_uid="claude-sonnet-4-6")
@@ -28,15 +28,14 @@ def _png() -> str:
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeLSThread]:
+def fake(start_fake_ls: StartFakeLs) -> FakeLSThread:
     scenario = Scenario(
         turns=(
             Turn(chunks=(Chunk(text="a red square"),), records=(None, Usage(input_tokens=5, output_tokens=2))),
             Turn(chunks=(Chunk(text="it is red"),), records=(None,), expire_after=True),
         )
     )
-    with FakeLSThread(csrf_token=TOKEN, scenario=scenario) as server:
-        yield server
+    return start_fake_ls(csrf_token=TOKEN, scenario=scenario)
 
 
 def _engine(fake: FakeLSThread) -> tuple[ConversationEngine, CascadeClient]:

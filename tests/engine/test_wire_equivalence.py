@@ -21,6 +21,7 @@ from conformance.properties.img import check_lines, decode_send
 from conformance.strategies.img import conversations
 from conformance.targets import Target, load_target
 from fakels.server import FakeLSThread
+from tests.support.fake_ls import StartFakeLs
 
 TOKEN = "equivalence-token"
 
@@ -33,9 +34,8 @@ def reference() -> Iterator[Target]:
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeLSThread]:
-    with FakeLSThread(csrf_token=TOKEN) as server:
-        yield server
+def fake(start_module_fake_ls: StartFakeLs) -> FakeLSThread:
+    return start_module_fake_ls(csrf_token=TOKEN)
 
 
 @pytest.mark.invariant("IMG-1")

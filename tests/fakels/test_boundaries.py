@@ -26,7 +26,7 @@ from fakels.proto.exa.language_server_pb import language_server_pb2 as ls
 from fakels.proto.exa.language_server_pb import language_server_pb2_grpc as ls_grpc
 from fakels.scenario import Chunk, Scenario, ScenarioError, Turn, parse_scenario, scenario_schema
 from fakels.server import FakeLSThread
-from tests.support.fake_ls import CSRF_TOKEN
+from tests.support.fake_ls import CSRF_TOKEN, StartFakeLs
 from tests.support.h2client import H2Client
 
 RUNNING = cortex.CascadeRunStatus.CASCADE_RUN_STATUS_RUNNING
@@ -42,9 +42,8 @@ MAX_HEADER_LINES = 100
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeLSThread]:
-    with FakeLSThread(csrf_token=CSRF_TOKEN, connect_port=0, control_port=0, max_request_bytes=REQUEST_LIMIT) as server:
-        yield server
+def fake(start_module_fake_ls: StartFakeLs) -> FakeLSThread:
+    return start_module_fake_ls(csrf_token=CSRF_TOKEN, connect_port=0, control_port=0, max_request_bytes=REQUEST_LIMIT)
 
 
 # ------------------------------------------------------------------------------------------- control endpoint
@@ -206,9 +205,12 @@ def test_grpc_request_size_cap_is_exact(fake: FakeLSThread, offset: int, served:
 
 
 @pytest.fixture(scope="module")
-def timed() -> Iterator[tuple[FakeLSThread, ManualClock, ls_grpc.LanguageServerServiceStub]]:
+def timed(
+    start_module_fake_ls: StartFakeLs,
+) -> Iterator[tuple[FakeLSThread, ManualClock, ls_grpc.LanguageServerServiceStub]]:
     clock = ManualClock()
-    with FakeLSThread(csrf_token=CSRF_TOKEN, clock=clock) as server, grpc.insecure_channel(server.address) as ch:
+    server = start_module_fake_ls(csrf_token=CSRF_TOKEN, clock=clock)
+    with grpc.insecure_channel(server.address) as ch:
         yield server, clock, ls_grpc.LanguageServerServiceStub(ch)
 
 

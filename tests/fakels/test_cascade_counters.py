@@ -19,6 +19,7 @@ from fakels.proto.exa.language_server_pb import language_server_pb2 as ls
 from fakels.proto.exa.language_server_pb import language_server_pb2_grpc as ls_grpc
 from fakels.scenario import Chunk, Fault, Scenario, Turn, default_answer
 from fakels.server import FakeLSThread
+from tests.support.fake_ls import StartFakeLs
 
 SESSION = common.Metadata(session_id="session-1")
 IDLE = cortex.CascadeRunStatus.CASCADE_RUN_STATUS_IDLE
@@ -67,9 +68,10 @@ class Harness:
 
 
 @pytest.fixture(scope="module")
-def shared() -> Iterator[Harness]:
+def shared(start_module_fake_ls: StartFakeLs) -> Iterator[Harness]:
     clock = ManualClock()
-    with FakeLSThread(clock=clock, control_port=0) as fake, grpc.insecure_channel(fake.address) as channel:
+    fake = start_module_fake_ls(clock=clock, control_port=0)
+    with grpc.insecure_channel(fake.address) as channel:
         yield Harness(fake, clock, ls_grpc.LanguageServerServiceStub(channel))
 
 

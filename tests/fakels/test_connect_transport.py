@@ -9,7 +9,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -23,7 +23,7 @@ from fakels.proto.exa.cortex_pb import cortex_pb2 as cortex
 from fakels.proto.exa.language_server_pb import language_server_pb2 as ls
 from fakels.scenario import Chunk, Scenario, Turn, default_answer
 from fakels.server import FakeLSThread
-from tests.support.fake_ls import CSRF_TOKEN
+from tests.support.fake_ls import CSRF_TOKEN, StartFakeLs
 from tests.support.h2client import H2Client, H2Response, send_raw
 
 SERVICE_PATH = "/exa.language_server_pb.LanguageServerService/"
@@ -37,9 +37,8 @@ META = common.Metadata(
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeLSThread]:
-    with FakeLSThread(csrf_token=CSRF_TOKEN, connect_port=0) as server:
-        yield server
+def fake(start_fake_ls: StartFakeLs) -> FakeLSThread:
+    return start_fake_ls(csrf_token=CSRF_TOKEN, connect_port=0)
 
 
 @pytest.fixture

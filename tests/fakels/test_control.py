@@ -9,7 +9,6 @@ import contextlib
 import json
 import socket
 import time
-from collections.abc import Iterator
 
 import grpc
 import pytest
@@ -20,16 +19,16 @@ from fakels.proto.exa.cortex_pb import cortex_pb2 as cortex
 from fakels.proto.exa.language_server_pb import language_server_pb2 as ls
 from fakels.proto.exa.language_server_pb import language_server_pb2_grpc as ls_grpc
 from fakels.server import FakeLSThread
+from tests.support.fake_ls import StartFakeLs
 
 Metadata = list[tuple[str, str]]
 SCRIPTED = {"turns": [{"chunks": [{"text": "scripted"}]}]}
 
 
 @pytest.fixture
-def fake_ls(csrf: Metadata) -> Iterator[FakeLSThread]:
+def fake_ls(csrf: Metadata, start_fake_ls: StartFakeLs) -> FakeLSThread:
     """Overrides the conftest fixture: the same fake, with the control endpoint on."""
-    with FakeLSThread(csrf_token=dict(csrf)["x-codeium-csrf-token"], control_port=0) as fake:
-        yield fake
+    return start_fake_ls(csrf_token=dict(csrf)["x-codeium-csrf-token"], control_port=0)
 
 
 @pytest.fixture

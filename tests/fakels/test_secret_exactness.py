@@ -21,6 +21,7 @@ import pytest
 from fakels.proto.exa.language_server_pb import language_server_pb2 as ls
 from fakels.proto.exa.language_server_pb import language_server_pb2_grpc as ls_grpc
 from fakels.server import FakeLSThread
+from tests.support.fake_ls import StartFakeLs
 from tests.support.h2client import H2Client, H2Response
 
 CSRF = "Fakels-Csrf-Token-42"
@@ -59,9 +60,8 @@ def test_every_near_miss_differs_from_the_token() -> None:
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeLSThread]:
-    with FakeLSThread(csrf_token=CSRF, connect_port=0, control_port=0, control_token=CONTROL) as server:
-        yield server
+def fake(start_module_fake_ls: StartFakeLs) -> FakeLSThread:
+    return start_module_fake_ls(csrf_token=CSRF, connect_port=0, control_port=0, control_token=CONTROL)
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,9 @@ import pytest
 
 from mutations.baseline import CollectError, Selection, baseline_problems, collect_selection, collect_selections
 from mutations.spec import STATIC_CHECK_MARKER, Spec, load_spec
-from tests.support.toy_specs import TOY_PYTEST_INI, toy_mutation, write_toy_spec
+from tests.support.toy_project import toy_mutation, write_toy_spec, write_toy_tree
 
-TOY_TESTS = f"""import sys
+MARKED_TESTS = f"""import sys
 
 import pytest
 
@@ -69,10 +69,8 @@ def test_runs():
 """
 
 
-def _toy(tmp_path: Path, expected: int, tests: str = TOY_TESTS) -> Spec:
-    (tmp_path / "pytest.ini").write_text(TOY_PYTEST_INI, encoding="utf-8")
-    (tmp_path / "tests").mkdir()
-    (tmp_path / "tests" / "test_toy.py").write_text(tests, encoding="utf-8")
+def _toy(tmp_path: Path, expected: int, tests: str = MARKED_TESTS) -> Spec:
+    write_toy_tree(tmp_path, {"tests/test_toy.py": tests})
     write_toy_spec(tmp_path, [toy_mutation("m", "a", "b")], expected)
     return load_spec(tmp_path / "spec.json")
 
@@ -122,11 +120,7 @@ def test_selection_counts() -> None:
 def test_specs_collected_in_one_process_select_what_each_selects_alone(tmp_path: Path) -> None:
     """The shared child Python is no shortcut: each later session collects afresh from the modules the
     first one imported, its own selection only, its marks evaluated again."""
-    tests = tmp_path / "tests"
-    tests.mkdir()
-    (tmp_path / "pytest.ini").write_text(TOY_PYTEST_INI, encoding="utf-8")
-    (tests / "test_toy.py").write_text(TOY_TESTS, encoding="utf-8")
-    (tests / "test_other.py").write_text(SKIPPING, encoding="utf-8")
+    write_toy_tree(tmp_path, {"tests/test_toy.py": MARKED_TESTS, "tests/test_other.py": SKIPPING})
     whole = load_spec(write_toy_spec(tmp_path, [toy_mutation("m", "a", "b")], 5, name="whole.json"))
     some = load_spec(
         write_toy_spec(

@@ -21,23 +21,18 @@ import pytest
 from mutations.cli import main as cascade_mutations
 from mutations.conformance_share import _junit_verdicts
 from mutations.runner import EXIT_MISBEHAVED, EXIT_NO_VERDICT, EXIT_OK
-from tests.support.toy_specs import commit_toy_repo, toy_mutation, write_toy_spec
+from tests.support.toy_project import ADD_SUBTRACTS, TOY_MODULE, toy_mutation, toy_repo
 
-ENGINE = """import os
-import time
-
-
-def add(a, b):
-    return a + b
-
-
-def describe(n):
-    return "even" if n % 2 == 0 else "odd"
-
+# The base module as the engine's, with what its mutations need and the stand-in CLI's hook.
+ENGINE = (
+    "import os\nimport time\n\n\n"
+    + TOY_MODULE
+    + """
 
 def after_run():
     return None
 """
+)
 
 # WIRE-1 fails when add() is wrong, WIRE-2 errs when describe() raises; the exit code is the kit's.
 STAND_IN_CLI = """import sys
@@ -86,7 +81,6 @@ def test_describes():
     assert describe(2) == "even"
 """
 
-SUBTRACTS = ("return a + b", "return a - b")
 RAISES = ('return "even" if n % 2 == 0 else "odd"', "raise ValueError(n)")
 BLIND = "The stand-in suite cannot see this one: it is documented so in the spec."
 
@@ -96,20 +90,14 @@ def _engine_mutation(name: str, mutation: tuple[str, str], invariant: str = "WIR
 
 
 def _toy(tmp_path: Path, mutations: list[dict[str, Any]], engine: str = ENGINE) -> Path:
-    root = tmp_path / "toy"
-    root.mkdir()
-    write_toy_spec(root, mutations, baseline=2)
-    files = {
+    more = {
         "fakels/__init__.py": "",
-        "engine/__init__.py": "",
-        "engine/toy.py": engine,
         "conformance/__init__.py": "",
         "conformance/cli.py": STAND_IN_CLI,
         # The kit's pytest11 entry point names conformance.pytest_plugin, which the toy's package now shadows.
         "conformance/pytest_plugin.py": "",
-        "tests/test_toy.py": TESTS,
     }
-    return commit_toy_repo(root, files)
+    return toy_repo(tmp_path / "toy", mutations, baseline=2, module=engine, tests=TESTS, more=more, package="engine")
 
 
 def _verify(tmp_path: Path, mutations: list[dict[str, Any]], *options: str, engine: str = ENGINE) -> int:
@@ -120,10 +108,10 @@ def _verify(tmp_path: Path, mutations: list[dict[str, Any]], *options: str, engi
 
 def test_each_conformance_verdict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     mutations = [
-        _engine_mutation("caught", SUBTRACTS),
+        _engine_mutation("caught", ADD_SUBTRACTS),
         _engine_mutation("blind", RAISES, "WIRE-2", conformance_blind=BLIND),
         _engine_mutation("missed-error-is-no-catch", RAISES, "WIRE-2", description="an error verdict"),
-        _engine_mutation("stale-blind", SUBTRACTS, conformance_blind=BLIND, description="caught after all"),
+        _engine_mutation("stale-blind", ADD_SUBTRACTS, conformance_blind=BLIND, description="caught after all"),
     ]
     assert _verify(tmp_path, mutations, "--conformance-only") == EXIT_MISBEHAVED
     out = capsys.readouterr().out
@@ -149,7 +137,7 @@ def test_each_conformance_verdict(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 def test_a_full_verify_judges_both_and_prints_the_share(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    mutations = [_engine_mutation("caught", SUBTRACTS), _engine_mutation("blind", RAISES, conformance_blind=BLIND)]
+    mutations = [_engine_mutation("caught", ADD_SUBTRACTS), _engine_mutation("blind", RAISES, conformance_blind=BLIND)]
     assert _verify(tmp_path, mutations) == EXIT_OK
     out = capsys.readouterr().out
     assert "  WIRE-1: caught -> tests/test_toy.py::test_adds (first killer); conformance: caught" in out

@@ -11,30 +11,7 @@ import pytest
 from mutations.cli import main as cascade_mutations
 from mutations.runner import EXIT_NO_VERDICT, NoVerdict, verify
 from mutations.spec import STATIC_CHECK_MARKER, load_spec
-from tests.support.toy_specs import commit_toy_repo, toy_mutation, write_toy_spec
-
-TOY = """def add(a, b):
-    return a + b
-
-
-def describe(n):
-    return "even" if n % 2 == 0 else "odd"
-"""
-
-TOY_TESTS = """from fakels.toy import add, describe
-
-
-def test_adds():
-    assert add(2, 3) == 5
-
-
-def test_adds_negatives():
-    assert add(-2, -3) == -5
-
-
-def test_describe_runs():
-    assert describe(3) in ("even", "odd")
-"""
+from tests.support.toy_project import TOY_MODULE, TOY_TESTS, toy_mutation, toy_repo
 
 XFAIL_TEST = """
 
@@ -50,10 +27,7 @@ KNOWN = {"WIRE-1", "WIRE-2"}
 
 
 def _repo(tmp_path: Path, mutations: list[dict[str, Any]], baseline: int = 3, tests: str = TOY_TESTS) -> Path:
-    root = tmp_path / "toy"
-    root.mkdir()
-    write_toy_spec(root, mutations, baseline)
-    return commit_toy_repo(root, {"fakels/__init__.py": "", "fakels/toy.py": TOY, "tests/test_toy.py": tests})
+    return toy_repo(tmp_path / "toy", mutations, baseline, tests=tests)
 
 
 def _verify(root: Path, **kwargs: Any) -> Any:
@@ -76,7 +50,9 @@ def test_caught_and_documented_survivor_both_behave(tmp_path: Path) -> None:
         ("describe-always-even", False, True),
     ]
     assert outcome.verdicts[0].failing == ["tests/test_toy.py::test_adds", "tests/test_toy.py::test_adds_negatives"]
-    assert (root / "fakels" / "toy.py").read_text(encoding="utf-8") == TOY, "the user's tree must never be touched"
+    assert (root / "fakels" / "toy.py").read_text(encoding="utf-8") == TOY_MODULE, (
+        "the user's tree must never be touched"
+    )
 
 
 def test_a_survivor_that_should_be_caught_misbehaves(tmp_path: Path) -> None:
@@ -110,7 +86,7 @@ def test_stops_at_the_first_misbehaving_mutation_unless_keep_going(tmp_path: Pat
 
 def test_refuses_a_dirty_tree(tmp_path: Path) -> None:
     root = _repo(tmp_path, [toy_mutation("add-subtracts", "return a + b", "return a - b")])
-    (root / "fakels" / "toy.py").write_text(TOY + "\n# edited\n", encoding="utf-8")
+    (root / "fakels" / "toy.py").write_text(TOY_MODULE + "\n# edited\n", encoding="utf-8")
     with pytest.raises(NoVerdict, match="uncommitted changes"):
         _verify(root)
 

@@ -13,12 +13,10 @@ from pathlib import Path
 import pytest
 
 from tests.support.procs import alive
-from tests.support.toy_specs import commit_toy_repo, toy_mutation, write_toy_spec
+from tests.support.toy_project import ADD_SUBTRACTS, toy_mutation, toy_repo
 
 ROOT = Path(__file__).resolve().parents[2]
 _WAIT_S = 60.0
-
-TOY = "def add(a, b):\n    return a + b\n"
 
 
 def _stalling_tests(marker: Path) -> str:
@@ -34,13 +32,8 @@ def _stalling_tests(marker: Path) -> str:
 def test_a_stop_signal_ends_verify_without_a_verdict_and_ends_its_test_run(
     tmp_path: Path, sig: signal.Signals, code: int
 ) -> None:
-    root = tmp_path / "toy"
-    root.mkdir()
     marker = tmp_path / "running"
-    write_toy_spec(root, [toy_mutation("swap", "return a + b", "return a - b")], baseline=1)
-    commit_toy_repo(
-        root, {"fakels/__init__.py": "", "fakels/toy.py": TOY, "tests/test_toy.py": _stalling_tests(marker)}
-    )
+    root = toy_repo(tmp_path / "toy", [toy_mutation("swap", *ADD_SUBTRACTS)], baseline=1, tests=_stalling_tests(marker))
     err = tmp_path / "stderr"
     with err.open("wb") as sink:
         proc = subprocess.Popen(

@@ -16,18 +16,13 @@ import pytest
 
 from mutations.cli import main as cascade_mutations
 from mutations.runner import EXIT_MISBEHAVED, EXIT_NO_VERDICT, EXIT_OK
-from tests.support.toy_specs import commit_toy_repo, toy_mutation, write_toy_spec
+from tests.support.toy_project import TOY_MODULE, TOY_TESTS, toy_mutation, toy_repo
 
-TOY = """import os
-
-
-def add(a, b):
-    return a + b
-
-
-def describe(n):
-    return "even" if n % 2 == 0 else "odd"
-
+# The base module with os imported, and the functions the hooks below call (each a mutation's target).
+TOY = (
+    "import os\n\n\n"
+    + TOY_MODULE
+    + """
 
 def finish():
     return None
@@ -44,6 +39,7 @@ def keep(items):
 def pause():
     return None
 """
+)
 
 CONFTEST = """import pytest
 
@@ -66,24 +62,17 @@ def pytest_unconfigure(config):
     toy.shutdown()
 """
 
-TESTS = """from fakels.toy import add, describe, pause
+TESTS = (
+    TOY_TESTS
+    + """
 
-
-def test_adds():
-    assert add(2, 3) == 5
-
-
-def test_adds_negatives():
-    assert add(-2, -3) == -5
-
-
-def test_describe_runs():
-    assert describe(3) in ("even", "odd")
+from fakels.toy import pause
 
 
 def test_pauses():
     pause()
 """
+)
 
 SUBTRACTS = ("    return a + b\n", "    return a - b\n")
 
@@ -125,12 +114,7 @@ BAD_ENDINGS = {
 
 
 def _verify(tmp_path: Path, mutations: list[dict[str, Any]], *options: str) -> int:
-    root = tmp_path / "toy"
-    root.mkdir()
-    write_toy_spec(root, mutations, baseline=4)
-    commit_toy_repo(
-        root, {"fakels/__init__.py": "", "fakels/toy.py": TOY, "conftest.py": CONFTEST, "tests/test_toy.py": TESTS}
-    )
+    root = toy_repo(tmp_path / "toy", mutations, baseline=4, module=TOY, tests=TESTS, more={"conftest.py": CONFTEST})
     return cascade_mutations(["--root", str(root), "verify", "--jobs", "1", *options, str(root / "spec.json")])
 
 

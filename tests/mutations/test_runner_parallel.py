@@ -19,15 +19,21 @@ import pytest
 from mutations._tree import snapshot as _snapshot
 from mutations.cli import main as cascade_mutations
 from mutations.runner import EXIT_MISBEHAVED, EXIT_NO_VERDICT, _disposable_copies, _restore
-from tests.support.toy_specs import commit_toy_repo, toy_mutation, write_toy_spec
+from tests.support.toy_project import (
+    ADD_SUBTRACTS,
+    DESCRIBE,
+    TOY_MODULE,
+    TOY_TESTS,
+    commit_toy_repo,
+    toy_files,
+    toy_mutation,
+    toy_repo,
+    write_toy_spec,
+)
 
-TOY = """def add(a, b):
-    return a + b
-
-
-def describe(n):
-    return "even" if n % 2 == 0 else "odd"
-
+TOY = (
+    TOY_MODULE
+    + """
 
 def double(n):
     return n * 2
@@ -35,25 +41,19 @@ def double(n):
 
 SIZES = [1, 2, 3]
 """
+)
 
-UNIT = """from fakels.toy import add, describe, double
+UNIT = (
+    TOY_TESTS
+    + """
 
-
-def test_adds():
-    assert add(2, 3) == 5
-
-
-def test_adds_negatives():
-    assert add(-2, -3) == -5
-
-
-def test_describe_runs():
-    assert describe(3) in ("even", "odd")
+from fakels.toy import double
 
 
 def test_doubles():
     assert double(4) == 8
 """
+)
 
 PROPS = """from fakels.toy import add, double
 
@@ -66,20 +66,18 @@ def test_double_is_adding_twice():
     assert double(5) == add(5, 5)
 """
 
-ADD = ("return a + b", "return a - b")
-DESCRIBE = '"even" if n % 2 == 0 else "odd"'
 UNIT_PY, PROPS_PY = "tests/test_unit.py", "tests/test_props.py"
 
 # Each spec's mutations in order, with what the early-stopped run reports; comments say why.
 MUTATIONS = [
     # The expected file is listed second in the spec, so it must have been run first.
-    toy_mutation("add-subtracts", *ADD, expect_failing=[PROPS_PY]),
+    toy_mutation("add-subtracts", *ADD_SUBTRACTS, expect_failing=[PROPS_PY]),
     toy_mutation("double-triples", "return n * 2", "return n * 3", expect_failing=[f"{UNIT_PY}::test_doubles"]),
     toy_mutation("describe-always-even", DESCRIBE, '"even"', caught=False),
     # test_adds fails first and is not expected: re-run in full, where the expected test fails too.
-    toy_mutation("add-subtracts-named-late", *ADD, expect_failing=[f"{UNIT_PY}::test_adds_negatives"]),
+    toy_mutation("add-subtracts-named-late", *ADD_SUBTRACTS, expect_failing=[f"{UNIT_PY}::test_adds_negatives"]),
     # test_adds fails first and is not expected: re-run in full, where no expected test fails.
-    toy_mutation("add-subtracts-wrong-tests", *ADD, expect_failing=[f"{UNIT_PY}::test_describe_runs"]),
+    toy_mutation("add-subtracts-wrong-tests", *ADD_SUBTRACTS, expect_failing=[f"{UNIT_PY}::test_describe_runs"]),
     # Nothing fails, so the early-stopped run ran everything: SURVIVED, against the expectation.
     toy_mutation("describe-always-odd", DESCRIBE, '"odd"'),
 ]
@@ -100,7 +98,7 @@ EXPECTED = [  # name, caught, behaved, failing when stopped early, failing in fu
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("parallel") / "toy"
-    files = {"fakels/__init__.py": "", "fakels/toy.py": TOY, UNIT_PY: UNIT, PROPS_PY: PROPS}
+    files = toy_files(TOY, tests=None) | {UNIT_PY: UNIT, PROPS_PY: PROPS}
     root.mkdir()
     write_toy_spec(root, MUTATIONS, 6, tests=(UNIT_PY, PROPS_PY))
     write_toy_spec(root, PROPS_MUTATIONS, 2, tests=(PROPS_PY,), name="props.json")
@@ -235,8 +233,8 @@ def test_size_is_positive(size):
     ("tests", "baseline", "mutation", "message"),
     [
         (SKIPS_BEFORE_FAILING, 2, ("describe-always-odd", DESCRIBE, '"odd"'), r"skipped .*test_describe_even"),
-        (ERRORS_BEFORE_FAILING, 2, ("add-subtracts", *ADD), r"setup errors .*test_with_checked_add"),
-        (WRITES_INTO_THE_TREE, 1, ("add-subtracts", *ADD), r"files in the copy changed after the mutation"),
+        (ERRORS_BEFORE_FAILING, 2, ("add-subtracts", *ADD_SUBTRACTS), r"setup errors .*test_with_checked_add"),
+        (WRITES_INTO_THE_TREE, 1, ("add-subtracts", *ADD_SUBTRACTS), r"files in the copy changed after the mutation"),
         (COLLECTS_OTHER_TESTS, 4, ("two-sizes", "SIZES = [1, 2, 3]", "SIZES = [1, 2]"), r"not (collect|run) the same"),
     ],
     ids=["skip", "setup-error", "changed-files", "other-tests-collected"],
@@ -244,10 +242,7 @@ def test_size_is_positive(size):
 def test_untrustworthy_evidence_is_no_verdict_in_both_modes(
     tmp_path: Path, mode: list[str], tests: str, baseline: int, mutation: tuple[str, str, str], message: str
 ) -> None:
-    root = tmp_path / "toy"
-    root.mkdir()
-    write_toy_spec(root, [toy_mutation(*mutation)], baseline)
-    commit_toy_repo(root, {"fakels/__init__.py": "", "fakels/toy.py": TOY, "tests/test_toy.py": tests})
+    root = toy_repo(tmp_path / "toy", [toy_mutation(*mutation)], baseline, module=TOY, tests=tests)
     err = io.StringIO()
     with redirect_stdout(io.StringIO()) as out, redirect_stderr(err):
         code = cascade_mutations(["--root", str(root), "verify", str(root / "spec.json"), "--jobs", "2", *mode])
@@ -261,9 +256,9 @@ def test_a_misbehaving_mutation_stops_the_run_and_cancels_the_later_ones(tmp_pat
     a later mutation already running in another copy (here one that hangs every test) is killed."""
     root = tmp_path / "toy"
     root.mkdir()
-    hangs = toy_mutation("add-hangs", "return a + b", "return __import__('time').sleep(300) or a + b")
+    hangs = toy_mutation("add-hangs", ADD_SUBTRACTS[0], "return __import__('time').sleep(300) or a + b")
     write_toy_spec(root, [toy_mutation("describe-always-odd", DESCRIBE, '"odd"'), hangs], 4, tests=(UNIT_PY,))
-    commit_toy_repo(root, {"fakels/__init__.py": "", "fakels/toy.py": TOY, UNIT_PY: UNIT})
+    commit_toy_repo(root, toy_files(TOY, tests=None) | {UNIT_PY: UNIT})
     began = time.monotonic()
     with redirect_stdout(io.StringIO()) as out:
         code = cascade_mutations(
@@ -278,7 +273,7 @@ def test_a_misbehaving_mutation_stops_the_run_and_cancels_the_later_ones(tmp_pat
 def test_a_copy_left_changed_is_restored_to_the_committed_tree(tmp_path: Path) -> None:
     root = tmp_path / "toy"
     root.mkdir()
-    commit_toy_repo(root, {"fakels/__init__.py": "", "fakels/toy.py": TOY})
+    commit_toy_repo(root, toy_files(TOY, tests=None))
     with _disposable_copies(root, 2) as (copies, reference):
         assert [_snapshot(c) for c in copies] == [reference, reference]
         (copies[1] / "fakels" / "toy.py").write_text("broken", encoding="utf-8")

@@ -12,17 +12,12 @@ from typing import Any
 import pytest
 
 from mutations.spec import STATIC_CHECK_MARKER, Spec, SpecError, load_spec, static_check_files, static_problems
-from tests.support.toy_specs import toy_mutation, write_toy_spec
+from tests.support.toy_project import DESCRIBE, TOY_MODULE, toy_files, toy_mutation, write_toy_spec, write_toy_tree
 
 KNOWN = {"WIRE-1", "WIRE-2", "SO-1"}
 
-TOY_MODULE = """import json
-import sys
-
-
-def describe(n):
-    return "even" if n % 2 == 0 else "odd"
-"""
+# The base module with two imports: an anchor that occurs twice.
+IMPORTING_TOY = "import json\nimport sys\n\n\n" + TOY_MODULE
 
 BEHAVIOURAL_TESTS = """from fakels.toy import describe
 
@@ -40,24 +35,16 @@ def test_reads_the_tree():
     assert "odd" in open("fakels/toy.py").read()
 """
 
-ODD_IS_EVEN = toy_mutation(
-    "odd-is-even", '"even" if n % 2 == 0 else "odd"', '"even"', expect_failing=["tests/test_toy.py::test_describe"]
-)
+ODD_IS_EVEN = toy_mutation("odd-is-even", DESCRIBE, '"even"', expect_failing=["tests/test_toy.py::test_describe"])
 
 
 def _toy_tree(root: Path) -> Path:
     """``root`` with a module to mutate, a behavioural test of it and a static check reading it."""
-    files = {
-        "fakels/__init__.py": "",
-        "fakels/toy.py": TOY_MODULE,
-        "tests/test_toy.py": BEHAVIOURAL_TESTS,
+    more = {
         "tests/test_static.py": STATIC_TESTS,
         "tests/__pycache__/test_stale.py": STATIC_TESTS,  # never a selection: caches are skipped
     }
-    for relative, text in files.items():
-        (root / relative).parent.mkdir(parents=True, exist_ok=True)
-        (root / relative).write_text(text, encoding="utf-8")
-    return root
+    return write_toy_tree(root, toy_files(IMPORTING_TOY, BEHAVIOURAL_TESTS) | more)
 
 
 def _toy_spec(root: Path) -> Spec:

@@ -19,6 +19,7 @@ from engine.store import StoreLimits
 from fakels.journal import JournalEntry
 from fakels.scenario import parse_scenario
 from fakels.server import FakeLSThread
+from tests.support.fake_ls import StartFakeLs
 
 CSRF = "chat-exact-csrf"
 KEY_A, KEY_B = "sk-exact-alpha", "sk-exact-beta"
@@ -61,10 +62,9 @@ def gateway_client(
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeLSThread]:
+def fake(start_module_fake_ls: StartFakeLs) -> FakeLSThread:
     """One fake LS per test module (imported as a fixture by the test modules that use it)."""
-    with FakeLSThread(csrf_token=CSRF) as server:
-        yield server
+    return start_module_fake_ls(csrf_token=CSRF)
 
 
 @pytest.fixture

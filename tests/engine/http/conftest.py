@@ -18,6 +18,7 @@ from engine.http.gateway import Gateway, GatewayConfig, ServedGateway
 from engine.store import StoreLimits
 from fakels.scenario import parse_scenario
 from fakels.server import FakeLSThread
+from tests.support.fake_ls import StartFakeLs
 
 CSRF = "http-front-csrf"
 KEY_A, KEY_B = "sk-test-alpha", "sk-test-beta"
@@ -25,9 +26,8 @@ MODEL = "claude-sonnet-4-6"
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeLSThread]:
-    with FakeLSThread(csrf_token=CSRF, grpc_h2_port=0) as server:
-        yield server
+def fake(start_fake_ls: StartFakeLs) -> FakeLSThread:
+    return start_fake_ls(csrf_token=CSRF, grpc_h2_port=0)
 
 
 def serve(

@@ -24,6 +24,7 @@ from fakels.clock import ManualClock
 from fakels.scenario import Chunk, Scenario, Turn
 from fakels.server import FakeLSThread
 from tests.engine.http.conftest import CSRF, KEY_A, MODEL, serve
+from tests.support.fake_ls import StartFakeLs
 
 LIMIT_IDS = ["limit-1", "limit", "limit+1"]
 BASE = ["serve", "--ls-address", "127.0.0.1:1"]
@@ -94,9 +95,8 @@ def test_accepted_serve_limits_reach_the_settings_unchanged() -> None:
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeLSThread]:
-    with FakeLSThread(csrf_token=CSRF) as server:
-        yield server
+def fake(start_module_fake_ls: StartFakeLs) -> FakeLSThread:
+    return start_module_fake_ls(csrf_token=CSRF)
 
 
 @pytest.fixture(scope="module")
@@ -178,16 +178,18 @@ TURN_CAP = 2
 
 
 @pytest.fixture(scope="module")
-def held() -> Iterator[tuple[FakeLSThread, ManualClock, ServedGateway, anyio.CapacityLimiter]]:
+def held(
+    start_module_fake_ls: StartFakeLs,
+) -> Iterator[tuple[FakeLSThread, ManualClock, ServedGateway, anyio.CapacityLimiter]]:
     """A gateway running at most TURN_CAP turns at once, before a fake whose turns wait for its clock."""
     clock = ManualClock()
-    with FakeLSThread(csrf_token=CSRF, clock=clock) as server:
-        gateway = serve(server, max_concurrent_turns=TURN_CAP)
-        chat = next(r for r in gateway.gateway.app.routes if getattr(r, "path", "") == "/v1/chat/completions")
-        limiter = chat.endpoint.__self__.limiter  # type: ignore[attr-defined]
-        assert limiter.total_tokens == TURN_CAP
-        yield server, clock, gateway, limiter
-        gateway.stop()
+    server = start_module_fake_ls(csrf_token=CSRF, clock=clock)
+    gateway = serve(server, max_concurrent_turns=TURN_CAP)
+    chat = next(r for r in gateway.gateway.app.routes if getattr(r, "path", "") == "/v1/chat/completions")
+    limiter = chat.endpoint.__self__.limiter  # type: ignore[attr-defined]
+    assert limiter.total_tokens == TURN_CAP
+    yield server, clock, gateway, limiter
+    gateway.stop()
 
 
 def wait_until(condition: Callable[[], bool], what: str) -> None:

@@ -35,14 +35,14 @@ from fakels.standin import write_standin
 from tests.engine.http.chat_exact_support import CSRF, KEY_A, MODEL, chat, play, sends, user
 from tests.engine.http.session_support import DATA_URL
 from tests.engine.process_support import kill_standin_left_running
+from tests.support.fake_ls import StartFakeLs
 
 USAGE = {"input_tokens": 11, "output_tokens": 4}
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeLSThread]:
-    with FakeLSThread(csrf_token=CSRF) as server:
-        yield server
+def fake(start_module_fake_ls: StartFakeLs) -> FakeLSThread:
+    return start_module_fake_ls(csrf_token=CSRF)
 
 
 def _free_port() -> int:

@@ -3,7 +3,6 @@ without a durable session: the model's vision flag reaches the lowering on both 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from fakels.server import FakeLSThread
 from tests.engine.http.chat_exact_support import CSRF, chat, play, sends, sent_text
 from tests.engine.http.responses_exact_support import gateway_client
 from tests.engine.ls_requests_exact_support import image_block, png
+from tests.support.fake_ls import StartFakeLs
 
 VISION_MODEL = "claude-sonnet-4-6"
 TEXT_MODEL = "swe-1"  # the catalogue's model without vision
@@ -21,9 +21,8 @@ TOOLS = [{"type": "function", "function": {"name": "screenshot", "parameters": {
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeLSThread]:
-    with FakeLSThread(csrf_token=CSRF) as server:
-        yield server
+def fake(start_fake_ls: StartFakeLs) -> FakeLSThread:
+    return start_fake_ls(csrf_token=CSRF)
 
 
 @pytest.mark.parametrize(("model", "omitted"), [(VISION_MODEL, False), (TEXT_MODEL, True)])

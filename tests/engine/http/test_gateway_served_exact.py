@@ -7,7 +7,6 @@ from __future__ import annotations
 import statistics
 import threading
 import time
-from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -15,6 +14,7 @@ import pytest
 from engine.http.gateway import Gateway, GatewayConfig, ServedGateway
 from fakels.server import FakeLSThread
 from tests.engine.http.chat_exact_support import CSRF, MODEL, play, user
+from tests.support.fake_ls import StartFakeLs
 
 #: Linux delays an ACK by at least 40 ms; an answer held back by Nagle waits for it.
 NAGLE_STALL_S = 0.040
@@ -23,9 +23,8 @@ GRACE_S = 2
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeLSThread]:
-    with FakeLSThread(csrf_token=CSRF) as server:
-        yield server
+def fake(start_module_fake_ls: StartFakeLs) -> FakeLSThread:
+    return start_module_fake_ls(csrf_token=CSRF)
 
 
 def _served(fake: FakeLSThread) -> ServedGateway:

@@ -25,6 +25,7 @@ from engine.http.app import HttpSettings
 from engine.http.gateway import Gateway, GatewayConfig, ServedGateway
 from fakels.server import FakeLSThread
 from tests.engine.http.conftest import MODEL
+from tests.support.fake_ls import StartFakeLs
 
 CSRF = "Engine-Csrf-Token-42"
 OWNER_KEY, OWNER = "sk-Owner-Key-42", "team:alice"
@@ -75,9 +76,8 @@ _prompts = itertools.count()
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeLSThread]:
-    with FakeLSThread(csrf_token=CSRF, record_secrets=True) as server:
-        yield server
+def fake(start_module_fake_ls: StartFakeLs) -> FakeLSThread:
+    return start_module_fake_ls(csrf_token=CSRF, record_secrets=True)
 
 
 def gateway_for(fake: FakeLSThread, csrf: str = CSRF) -> ServedGateway:

@@ -13,6 +13,7 @@ from starlette.testclient import TestClient
 from fakels.server import FakeLSThread
 from tests.engine.http.chat_exact_support import CSRF, play
 from tests.engine.http.responses_exact_support import KEY_B, MODEL, gateway_client, headers, post, response_defaults
+from tests.support.fake_ls import StartFakeLs
 
 HINT = (
     "Stored responses are retained for a limited time and only for the caller that created them; a response "
@@ -26,9 +27,8 @@ ITEMS: list[dict[str, Any]] = [
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeLSThread]:
-    with FakeLSThread(csrf_token=CSRF) as server:
-        yield server
+def fake(start_fake_ls: StartFakeLs) -> FakeLSThread:
+    return start_fake_ls(csrf_token=CSRF)
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator, MutableMapping
+from collections.abc import MutableMapping
 from typing import Any
 
 import pytest
@@ -14,15 +14,15 @@ from engine.http.gateway import Gateway
 from fakels.server import FakeLSThread
 from tests.engine.http.chat_exact_support import CSRF, asgi_http_scope, play
 from tests.engine.http.responses_exact_support import MODEL, gateway_client, headers
+from tests.support.fake_ls import StartFakeLs
 
 USAGE = {"input_tokens": 11, "output_tokens": 4, "cache_read_tokens": 3}
 NO_TOKENS = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeLSThread]:
-    with FakeLSThread(csrf_token=CSRF) as server:
-        yield server
+def fake(start_fake_ls: StartFakeLs) -> FakeLSThread:
+    return start_fake_ls(csrf_token=CSRF)
 
 
 def _stream_then_leave(gateway: Gateway, body: dict[str, Any]) -> list[bytes]:

@@ -9,7 +9,6 @@ import json
 import logging
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ from tests.engine.http.responses_exact_support import (
     response_defaults,
     sse_events,
 )
+from tests.support.fake_ls import StartFakeLs
 
 USAGE = {"input_tokens": 11, "output_tokens": 4, "cache_read_tokens": 3}
 RESPONSES_USAGE = {
@@ -46,9 +46,8 @@ HINT = (
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeLSThread]:
-    with FakeLSThread(csrf_token=CSRF) as server:
-        yield server
+def fake(start_fake_ls: StartFakeLs) -> FakeLSThread:
+    return start_fake_ls(csrf_token=CSRF)
 
 
 def _message(item_id: str, text: str) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from engine.sessions.log import SessionLog
 from fakels.server import FakeLSThread
 from tests.engine.http.chat_exact_support import CSRF
 from tests.engine.http.responses_exact_support import KEY_B, gateway_client, headers
+from tests.support.fake_ls import StartFakeLs
 
 HEADER_RULE = "X-Session-Id must be 1 to 128 characters of letters, digits and ._:@+=- starting with a letter or digit"
 CALL, RESULT = ToolCall("c1", "f", "{}"), ToolResult("c1", "r1")
@@ -246,9 +247,8 @@ def test_closing_the_sessions_closes_their_log_and_detaches_their_histories(tmp_
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeLSThread]:
-    with FakeLSThread(csrf_token=CSRF) as server:
-        yield server
+def fake(start_fake_ls: StartFakeLs) -> FakeLSThread:
+    return start_fake_ls(csrf_token=CSRF)
 
 
 def _not_found(session_id: str) -> dict[str, object]:
