@@ -93,7 +93,16 @@ def _judge_pool(gw: GatewayUnderTest, case: Case, pair: CallerPair, evidence: Ev
         f"not in its Send\n  Send: {other.text!r}"
     )
     mine = _continued(gw, case, history, f"owner-{kind}", first)
-    if pools:
+    if pools and mine.cascade != owner.cascade:
+        # A gateway may let a pooled cascade go for its own reasons (a turn cut at its wait limit is not
+        # pooled; a slow machine makes that likelier): only when its own control conversation still resumes
+        # now, with nobody in between, is the lost cascade the other caller's doing.
+        history, _ = _opened(gw, case, f"recheck-{kind}", first)
+        require(
+            _continued(gw, case, history, f"recheck-next-{kind}", first).resumed,
+            f"{kind}: the gateway no longer resumed the first caller's own control conversation either, so a fresh "
+            "cascade for its next turn says nothing about the other caller",
+        )
         assert mine.cascade == owner.cascade, (
             f"{kind}: another caller's turn took the first caller's cascade away: its own next turn was given "
             f"{mine.describe()}, not its cascade {owner.cascade} (its control conversation was resumed)"

@@ -116,6 +116,21 @@ class _ForgetfulPool(ConversationPool):
         return None
 
 
+def _resumes_once(pool: ConversationPool) -> None:
+    """``pool`` finds a conversation again only once: every later turn starts a fresh cascade, as a gateway
+    whose pooling gives out does (turns cut at its wait limit on a slow machine are not pooled)."""
+    checkout = pool.checkout
+    found: list[PoolEntry] = []
+
+    def once(*args: Any, **kwargs: Any) -> PoolEntry | None:
+        entry = checkout(*args, **kwargs)
+        if entry is not None:
+            found.append(entry)
+        return entry if len(found) == 1 else None
+
+    pool.checkout = once  # type: ignore[method-assign]
+
+
 class DoubleBills(ReferenceTarget):
     def _new_pool(self) -> ConversationPool:
         return _ZeroingPool()
@@ -124,6 +139,13 @@ class DoubleBills(ReferenceTarget):
 class NeverResumes(ReferenceTarget):
     def _new_pool(self) -> ConversationPool:
         return _ForgetfulPool()
+
+
+class ResumesOnce(ReferenceTarget):
+    def _new_gateway(self, ls_address: str, csrf_token: str) -> Gateway:
+        gateway = super()._new_gateway(ls_address, csrf_token)
+        _resumes_once(gateway.pool)
+        return gateway
 
 
 class ReportsNullOffsets(ReferenceTarget):
@@ -188,6 +210,10 @@ def two_decoder_bugs() -> TwoDecoderBugs:
 
 def double_bills() -> DoubleBills:
     return DoubleBills()
+
+
+def resumes_once() -> ResumesOnce:
+    return ResumesOnce()
 
 
 def never_resumes() -> NeverResumes:
