@@ -258,7 +258,23 @@ def _run(args: argparse.Namespace, watch: InterruptWatch) -> int:
 def _run_with_logging_set(args: argparse.Namespace, watch: InterruptWatch) -> int:
     chosen = select(args.only.split(",") if args.only is not None else None)
     known = load_known_failures(args.known_failures) if args.known_failures else {}
-    target = _load_target(args)
+    info = RunInfo(
+        kit_version(),
+        args.profile,
+        args.seed,
+        args.shrink,
+        args.max_examples,
+        now_utc(),
+        command=args.command_line,
+    )
+    watch.stage = "while the target started"
+    clear_report(args.report)
+    try:
+        target = _load_target(args)
+    except KeyboardInterrupt:  # what the start had launched is reaped by now; nothing ran
+        never_started = f"interrupted while the target started: 0 of {len(chosen)} finished"
+        with watch.shield():
+            return _report(args, None, [], replace(info, interrupted=never_started), False, watch)
     examples = ExampleDatabase(args.example_db or args.report / "examples", _target_words(args))
     budget = args.shrink_budget if args.shrink_budget is not None else default_shrink_budget(target.kind)
     options = RunOptions(
@@ -269,17 +285,7 @@ def _run_with_logging_set(args: argparse.Namespace, watch: InterruptWatch) -> in
         shrink=args.shrink,
         shrink_budget_s=budget,
     )
-    info = RunInfo(
-        kit_version(),
-        args.profile,
-        args.seed,
-        args.shrink,
-        args.max_examples,
-        now_utc(),
-        shrink_budget_s=budget,
-        command=args.command_line,
-    )
-    clear_report(args.report)
+    info = replace(info, shrink_budget_s=budget)
     results, stopped, gone = _run_chosen(chosen, target, options, known, examples, watch)
     with watch.shield():  # a signal now must not cut short the report of what finished
         return _report(args, target, results, replace(info, interrupted=stopped), gone, watch)
@@ -308,6 +314,7 @@ def _run_chosen(
             print(f"callers: {callers}", file=sys.stderr)
         for index, prop in enumerate(chosen, start=1):
             current = prop
+            watch.stage = f"during {prop.invariant.id}"
             line = _ProgressLine(f"[{index}/{len(chosen)}] {prop.invariant.id} ...", watch)
             try:
                 result = _run_one(prop, target, options, known.get(prop.invariant.id), examples, line.example)
@@ -317,6 +324,7 @@ def _run_chosen(
                 raise
             results.append(result)
             current = None
+            watch.stage = "between invariants"
             waited = f", {result.waited_s:.1f}s waiting for the gateway" if result.waits else ""
             line.end(f"{result.line} ({result.seconds:.1f}s{waited})")
     except KeyboardInterrupt:
@@ -327,6 +335,7 @@ def _run_chosen(
         stopped = f"stopped {where}: {ended}; {len(results)} of {len(chosen)} finished, none judged after it ended"
         gone = True
     finally:
+        watch.stage = "while the target was closed"
         with watch.shield():
             target.close()
     return results, stopped, gone
@@ -334,38 +343,54 @@ def _run_chosen(
 
 def _report(
     args: argparse.Namespace,
-    target: Target,
+    target: Target | None,
     results: list[Result],
     info: RunInfo,
     gone: bool,
     watch: InterruptWatch,
 ) -> int:
-    stopped = info.interrupted is not None or watch.received
-    code = run_exit_code(results, stopped=stopped, gone=gone, interrupt_code=watch.exit_code)
-    record = RunRecord(
-        results,
-        target.description,
-        _target_words(args),
-        info,
-        code,
-        callers=target_callers(target),
-        gateway_output=_gateway_output(target),
-        program=kit_program(),
-    )
-    written = write_reports(record, args.report)
+    """The reports of the run, printed and written; ``target`` None: it never started. A signal that arrived
+    once every invariant had finished (while the target was closed, or while this writes) is said in the
+    report too: it is written again when the signal came while it was written."""
+    watch.stage = "while the report was written"
+    written, record = _write(args, target, results, info, gone, watch)
+    if watch.received and record.info.interrupted is None:
+        written, record = _write(args, target, results, info, gone, watch)
     _print_verdicts(results, written, record)
-    if stopped:
-        print(
-            f"\n{info.interrupted or 'interrupted while the report was written: every invariant had finished'}",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE if gone else watch.exit_code
+    if record.info.interrupted is not None:
+        print(f"\n{record.info.interrupted}", file=sys.stderr)
+        return record.exit_code
     if results and not any(r.judged for r in results):
         print(
             f"\nnothing was judged: all {len(results)} invariant(s) were not checkable on this target (the reasons "
             "are above); a run that judges nothing is not a pass"
         )
-    return code
+    return record.exit_code
+
+
+def _write(
+    args: argparse.Namespace,
+    target: Target | None,
+    results: list[Result],
+    info: RunInfo,
+    gone: bool,
+    watch: InterruptWatch,
+) -> tuple[WrittenReports, RunRecord]:
+    if info.interrupted is None and watch.received:
+        info = replace(info, interrupted=f"interrupted {watch.stage_at_signal}: every invariant had finished")
+    stopped = info.interrupted is not None
+    code = run_exit_code(results, stopped=stopped, gone=gone, interrupt_code=watch.exit_code)
+    record = RunRecord(
+        results,
+        target.description if target is not None else (args.target or "reference"),
+        _target_words(args),
+        info,
+        code,
+        callers=target_callers(target) if target is not None else None,
+        gateway_output=_gateway_output(target) if target is not None else None,
+        program=kit_program(),
+    )
+    return write_reports(record, args.report), record
 
 
 def _print_verdicts(results: list[Result], written: WrittenReports, record: RunRecord) -> None:

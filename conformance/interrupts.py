@@ -35,10 +35,13 @@ class Interrupted(KeyboardInterrupt):
 
 @dataclass
 class InterruptWatch:
-    """Which stop signal arrived first, if any."""
+    """Which stop signal arrived first, if any, and at which stage of the run (``stage``, as the command
+    names it: ``while the target started``, ``during SO-2``, ``while the report was written``)."""
 
     signum: int | None = None
     shielded: bool = False
+    stage: str = ""
+    stage_at_signal: str | None = None
 
     @property
     def received(self) -> bool:
@@ -88,7 +91,7 @@ def stop_signals_interrupt(on_repeat: Callable[[int], None] | None = None) -> It
 
     def handler(signum: int, frame: FrameType | None) -> None:
         if watch.signum is None:
-            watch.signum = signum
+            watch.signum, watch.stage_at_signal = signum, watch.stage
             if not watch.shielded:
                 raise Interrupted(signum)
             return
