@@ -394,8 +394,8 @@ class InvariantItem(pytest.Item):
 
 
 def _replay_line(case_path: Path, target_words: tuple[str, ...]) -> str:
+    from conformance.program import kit_program
     from conformance.report import replay_command
-    from conformance.run_reports import kit_program
 
     return replay_command(case_path, None, f" {shlex.join(target_words)}", kit_program())
 
@@ -460,8 +460,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     from dataclasses import replace
 
     from conformance.catalogue import CATALOGUE
+    from conformance.program import kit_program
     from conformance.report import target_callers
-    from conformance.run_reports import RunRecord, kit_program, run_exit_code, write_reports
+    from conformance.run_reports import RunRecord, run_exit_code, write_reports
 
     results = [suite.results[inv_id] for inv_id in CATALOGUE if inv_id in suite.results]
     stopped = None

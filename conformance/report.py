@@ -15,6 +15,7 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from conformance.cases import CaseFile, write_case
+from conformance.program import PROGRAM
 from conformance.properties import Case
 from conformance.runner import Failure, Result, Status
 
@@ -42,9 +43,6 @@ def _clip(text: str, width: int) -> str:
     head = text[:width]  # a word ending at width - 1 is whole when head ends with its space
     cut = head.rsplit(" ", 1)[0] if " " in head else text[: width - 1]
     return cut.rstrip(",;:") + "…"
-
-
-PROGRAM = "cascade-conformance"
 
 
 def kit_version() -> str:

@@ -4,16 +4,13 @@ with the same replay lines and the same exit status."""
 
 from __future__ import annotations
 
-import os
 import shlex
-import shutil
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from conformance.program import PROGRAM
 from conformance.report import (
-    PROGRAM,
     RunInfo,
     replay_command,
     save_failure_cases,
@@ -39,20 +36,6 @@ def clear_report(report_dir: Path) -> None:
     if cases.is_dir():
         for case in cases.glob("*.json"):
             case.unlink(missing_ok=True)  # another run clearing the same folder may be first
-
-
-def kit_program() -> str:
-    """The kit's command as the user can run it, so the commands a report prints run as printed:
-    ``python -m conformance.cli`` when this process was started that way; else the bare name when that name
-    finds this environment's copy on PATH; else the copy's full path (a venv that is not activated)."""
-    script = Path(sys.argv[0]) if sys.argv and sys.argv[0] else Path()
-    if script.name == "cli.py" and script.parent.name == "conformance":
-        return shlex.join([sys.executable, "-m", "conformance.cli"])
-    own = Path(os.path.abspath(script)) if script.name == PROGRAM else Path(sys.executable).parent / PROGRAM
-    found = shutil.which(PROGRAM)
-    if not own.is_file() or (found is not None and Path(found).resolve() == own.resolve()):
-        return PROGRAM
-    return shlex.quote(str(own))
 
 
 def run_exit_code(results: Sequence[Result], *, stopped: bool, gone: bool, interrupt_code: int) -> int:

@@ -132,3 +132,24 @@ def test_loading_the_pytest_plugin_imports_none_of_the_suite() -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]", f"imported at load time: {done.stdout.strip()}"
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["run", "--help"], ["replay", "--help"], ["run", "--profile", "x"]])
+def test_the_command_line_answers_help_and_usage_errors_without_importing_the_suite(argv: list[str]) -> None:
+    """`cascade-conformance --help` and a usage error answer at once: the console script imports what
+    parsing needs, never Hypothesis, grpc, the engine, the properties or the targets."""
+    probe = (
+        "import sys\n"
+        "from conformance._entry import main\n"
+        "try:\n"
+        f"    main({argv!r})\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = ('hypothesis', 'grpc', 'jsonschema', 'engine', 'openai', 'httpx', 'PIL', 'fakels.server',\n"
+        "         'conformance.runner', 'conformance.properties', 'conformance.targets', 'conformance.report')\n"
+        "found = sorted(m for m in sys.modules if any(m == h or m.startswith(h + '.') for h in heavy))\n"
+        "print(found, file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
+    imported = done.stderr.strip().splitlines()[-1]
+    assert imported == "[]", f"imported before the command ran: {imported}"

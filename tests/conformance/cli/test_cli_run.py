@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 from hypothesis.errors import HypothesisWarning
 
 from conformance.cli import main
+from conformance.program import kit_program
 from conformance.properties import Case, Check, Evidence
 from conformance.results_document import RESULTS_SCHEMA
-from conformance.run_reports import kit_program
 from conformance.targets import Target
 from tests.conformance.cli.cli_support import (
     FAILS,

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from conformance.cli import main
-from conformance.run_reports import kit_program
+from conformance.program import kit_program
 from tests.conformance.cli.cli_support import NOTHING, PASSES, REFERENCE, TELLS_TARGET, only_these, toy
 from tests.conformance.targets.targets_support import echo_server
 from tests.support import echo_gateway

@@ -14,8 +14,8 @@ import pytest
 from conformance.cases import CaseFile, CaseFileError, read_case, write_case
 from conformance.catalogue import CATALOGUE
 from conformance.cli import main
+from conformance.program import kit_program
 from conformance.properties import properties
-from conformance.run_reports import kit_program
 from conformance.runner import RunOptions, Status, replay_case, run_property, select
 from conformance.targets import load_target
 
