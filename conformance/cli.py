@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from conformance.interrupts import InterruptWatch, exit_code_of, say_still_stopping, signal_name, stop_signals_interrupt
+from conformance.jobs import parse_jobs
 from conformance.options import HTTP_FLAGS
 from conformance.profiles import PROFILES, shrink_budget
 from conformance.program import kit_program
@@ -63,6 +64,14 @@ def _parser() -> argparse.ArgumentParser:
         help="seconds shrinking may take per invariant from its first failing example; then each failure is "
         "reported with the smallest case found so far (default: 60 for exec: and http:// targets, no limit for "
         "python: and the reference)",
+    )
+    run.add_argument(
+        "--jobs",
+        type=parse_jobs,
+        metavar="N",
+        help="judge N invariants at once, each in a worker process of its own: a whole number or auto (the CPUs); "
+        "the output and the reports are a serial run's (default: auto for python: targets and the reference, 1 "
+        "for exec: and http:// targets, which may not take concurrent examples)",
     )
     run.add_argument(
         "--log-level",

@@ -17,9 +17,11 @@ from conformance.catalogue import CATALOGUE
 from conformance.errors import GatewayGone
 from conformance.example_db import ExampleDatabase
 from conformance.interrupts import InterruptWatch
+from conformance.jobs import jobs_for
 from conformance.judging import judge
 from conformance.known_failures import KnownFailure, apply_known_failure, load_known_failures
 from conformance.options import given_words, http_values
+from conformance.parallel import WorkerSetup, judged_in_workers
 from conformance.program import kit_program
 from conformance.properties import Property, properties
 from conformance.report import (
@@ -43,16 +45,19 @@ from conformance.run_reports import (
     write_reports,
 )
 from conformance.runner import Result, RunOptions, Status, default_shrink_budget, replay_case, select
-from conformance.targets import Target, load_target
+from conformance.targets import HttpOptions, Target, load_target
 
 
 def _load_target(args: argparse.Namespace) -> Target:
-    # Loaded here, as the HttpTarget below: the HTTP target imports fakels and with it grpc, which reads
+    return load_target(args.target, call_timeout_s=args.call_timeout, http=_http_options(args))
+
+
+def _http_options(args: argparse.Namespace) -> HttpOptions | None:
+    # Loaded here, as the HttpTarget it builds: the HTTP target imports fakels and with it grpc, which reads
     # GRPC_VERBOSITY once, when it is imported, so only after main() has set it.
     from conformance.targets import http_options
 
-    http = http_options(args.target, **http_values(lambda flag: getattr(args, flag.dest)))
-    return load_target(args.target, call_timeout_s=args.call_timeout, http=http)
+    return http_options(args.target, **http_values(lambda flag: getattr(args, flag.dest)))
 
 
 def _target_words(args: argparse.Namespace) -> tuple[str, ...]:
@@ -120,7 +125,9 @@ def _run_with_logging_set(args: argparse.Namespace, watch: InterruptWatch) -> in
         shrink_budget_s=budget,
     )
     info = replace(info, shrink_budget_s=budget)
-    results, stopped, gone = _run_chosen(chosen, target, options, known, examples, watch)
+    jobs = min(jobs_for(args.jobs, target.kind), len(chosen))
+    setup = _worker_setup(args, options, known) if jobs > 1 else None
+    results, stopped, gone = _run_chosen(chosen, target, options, known, examples, watch, (setup, jobs))
     with watch.shield():  # a signal now must not cut short the report of what finished
         return _report(args, target, results, replace(info, interrupted=stopped), gone, watch)
 
@@ -132,6 +139,7 @@ def _run_chosen(
     known: dict[str, KnownFailure],
     examples: ExampleDatabase,
     watch: InterruptWatch,
+    workers: tuple[WorkerSetup | None, int] = (None, 1),
 ) -> tuple[list[Result], str | None, bool]:
     """The verdicts of the invariants that finished, and ``interrupted during SO-2: 1 of 7 finished``
     when a stop signal ended the run (the verdict in progress then is dropped: the signal may have
@@ -141,6 +149,8 @@ def _run_chosen(
     current: Property | None = None
     stopped = None
     gone = False
+    setup, jobs = workers
+    in_workers = judged_in_workers(setup, [p.invariant.id for p in chosen], jobs) if setup is not None else None
     try:
         print(f"target: {target.description}", file=sys.stderr)
         callers = target_callers(target)
@@ -151,7 +161,10 @@ def _run_chosen(
             watch.stage = f"during {prop.invariant.id}"
             line = _ProgressLine(f"[{index}/{len(chosen)}] {prop.invariant.id} ...", watch)
             try:
-                result = _run_one(prop, target, options, known.get(prop.invariant.id), examples, line.example)
+                if in_workers is not None:
+                    result = next(in_workers)  # in the catalogue's order, as a serial run gives them
+                else:
+                    result = _run_one(prop, target, options, known.get(prop.invariant.id), examples, line.example)
                 watch.check()
             except BaseException:
                 print(file=sys.stderr, flush=True)  # what stops the run gets a line of its own
@@ -171,8 +184,25 @@ def _run_chosen(
     finally:
         watch.stage = "while the target was closed"
         with watch.shield():
+            if in_workers is not None:
+                in_workers.close()  # every worker ends, its target closed
             target.close()
     return results, stopped, gone
+
+
+def _worker_setup(args: argparse.Namespace, options: RunOptions, known: dict[str, KnownFailure]) -> WorkerSetup:
+    return WorkerSetup(
+        target_spec=args.target,
+        call_timeout_s=args.call_timeout,
+        http=_http_options(args),
+        options=options,
+        known=known,
+        pinned={inv_id: read_case(k.case).case for inv_id, k in known.items() if k.case is not None},
+        example_db=args.example_db or args.report / "examples",
+        target_words=_target_words(args),
+        cache_dir=args.cache_dir or args.report / "hypothesis",
+        log_level=args.log_level,
+    )
 
 
 def _report(

@@ -1,0 +1,26 @@
+"""``run --jobs``: how many worker processes judge invariants at once (light: the command line parses it)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+AUTO = "auto"
+_SERIAL_KINDS = ("http", "exec")  # a foreign gateway may not take concurrent examples
+
+
+def parse_jobs(text: str) -> str:
+    """``--jobs``' value: ``auto`` or a whole number from 1."""
+    if text == AUTO:
+        return text
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of workers from 1, or auto; got {text!r}")
+    return str(int(text))
+
+
+def jobs_for(given: str | None, target_kind: str) -> int:
+    """How many workers: ``given`` (a whole number, or ``auto``), else ``auto`` in process and 1 for ``http://``
+    and ``exec:`` targets; ``auto`` is the number of CPUs."""
+    if given is None:
+        given = "1" if target_kind in _SERIAL_KINDS else AUTO
+    return max(1, os.cpu_count() or 1) if given == AUTO else int(given)
