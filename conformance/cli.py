@@ -16,6 +16,7 @@ from conformance.jobs import parse_jobs
 from conformance.options import HTTP_FLAGS
 from conformance.profiles import PROFILES, shrink_budget
 from conformance.program import kit_program
+from conformance.shards import parse_shard
 
 EXIT_OK, EXIT_UNEXPECTED, EXIT_USAGE = 0, 1, 2
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # what a shell reports for a process a closed pipe ended
@@ -74,6 +75,13 @@ def _parser() -> argparse.ArgumentParser:
         "for exec: and http:// targets, which may not take concurrent examples)",
     )
     run.add_argument(
+        "--shard",
+        type=parse_shard,
+        metavar="I/N",
+        help="judge only shard I of N: every N-th selected invariant from the I-th, for a CI matrix of N machines; "
+        "`merge` joins the N report folders into one",
+    )
+    run.add_argument(
         "--log-level",
         default="ERROR",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -91,6 +99,9 @@ def _parser() -> argparse.ArgumentParser:
     save.add_argument("invariant", help="the invariant ID whose case to save")
     save.add_argument("--report", type=Path, default=DEFAULT_REPORT)
     save.add_argument("--out", type=Path, required=True)
+    merge = sub.add_parser("merge", help="join the report folders of the shards of one run into its one report")
+    merge.add_argument("shards", nargs="+", type=Path, metavar="SHARD_REPORT_DIR")
+    merge.add_argument("--report", type=Path, default=DEFAULT_REPORT, help=f"report folder (default: {DEFAULT_REPORT})")
     sub.add_parser(
         "list", help="the whole catalogue: IDs, statements, the operations each property needs or 'not yet implemented'"
     )
@@ -180,6 +191,8 @@ def _dispatch(args: argparse.Namespace, watch: InterruptWatch) -> int:
 
     if args.command == "save-case":
         return commands.save_case(args)
+    if args.command == "merge":
+        return commands.merge(args)
     if args.command == "replay":
         with hypothesis_storage(args.cache_dir or DEFAULT_REPORT / "hypothesis"):
             return commands.replay(args)

@@ -11,6 +11,7 @@ import shutil
 import sys
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from conformance.cases import read_case
 from conformance.catalogue import CATALOGUE
@@ -35,7 +36,9 @@ from conformance.report import (
     target_callers,
     waiting_line,
 )
+from conformance.result_json import result_from_json, result_to_json
 from conformance.run_reports import (
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_UNEXPECTED,
     RunRecord,
@@ -45,6 +48,7 @@ from conformance.run_reports import (
     write_reports,
 )
 from conformance.runner import Result, RunOptions, Status, default_shrink_budget, replay_case, select
+from conformance.shards import read_shards, write_shard_file
 from conformance.targets import HttpOptions, Target, load_target
 
 
@@ -96,6 +100,10 @@ def run(args: argparse.Namespace, watch: InterruptWatch) -> int:
 
 def _run_with_logging_set(args: argparse.Namespace, watch: InterruptWatch) -> int:
     chosen = select(args.only.split(",") if args.only is not None else None)
+    args.selection = [prop.invariant.id for prop in chosen]
+    if args.shard is not None:
+        share = set(args.shard.share(args.selection))
+        chosen = [prop for prop in chosen if prop.invariant.id in share]
     known = load_known_failures(args.known_failures) if args.known_failures else {}
     info = RunInfo(
         kit_version(),
@@ -254,7 +262,62 @@ def _write(
         gateway_output=_gateway_output(target) if target is not None else None,
         program=kit_program(),
     )
-    return write_reports(record, args.report), record
+    written = write_reports(record, args.report)
+    if getattr(args, "shard", None) is not None:
+        write_shard_file(
+            args.report, args.shard, args.selection, _shard_run(record), [result_to_json(r) for r in results]
+        )
+    return written, record
+
+
+def _shard_run(record: RunRecord) -> dict[str, Any]:
+    """How a shard's run was made, as ``merge`` reads it back (:func:`merge`)."""
+    info = record.info
+    return {
+        "target": record.target,
+        "target_words": list(record.target_words),
+        "callers": record.callers,
+        "kit_version": info.version,
+        "profile": info.profile,
+        "seed": info.seed,
+        "shrink": info.shrink,
+        "max_examples": info.max_examples,
+        "shrink_budget_s": info.shrink_budget_s,
+        "started": info.started,
+        "command": info.command,
+        "interrupted": info.interrupted,
+    }
+
+
+def merge(args: argparse.Namespace) -> int:
+    """The shards' report folders joined into the report one machine would have written."""
+    shards = read_shards(args.shards)
+    first = shards[0].run
+    results = [result_from_json(verdict) for shard in shards for verdict in shard.verdicts]
+    order = {inv_id: index for index, inv_id in enumerate(CATALOGUE)}
+    results.sort(key=lambda result: order[result.invariant.id])
+    stopped = [f"shard {s.shard}: {s.run['interrupted']}" for s in shards if s.run.get("interrupted")]
+    info = RunInfo(
+        first["kit_version"],
+        first["profile"],
+        first["seed"],
+        first["shrink"],
+        first["max_examples"],
+        min(s.run["started"] for s in shards),
+        interrupted="; ".join(stopped) or None,
+        shrink_budget_s=first["shrink_budget_s"],
+        command=args.command_line,
+    )
+    code = run_exit_code(results, stopped=bool(stopped), gone=False, interrupt_code=EXIT_INTERRUPTED)
+    record = RunRecord(
+        results, first["target"], tuple(first["target_words"]), info, code, callers=first["callers"],
+        program=kit_program(),
+    )  # fmt: skip
+    clear_report(args.report)
+    written = write_reports(record, args.report)
+    print(f"merged {len(shards)} shards: {', '.join(str(s.folder) for s in shards)}")
+    _print_verdicts(results, written, record)
+    return code
 
 
 def _print_verdicts(results: list[Result], written: WrittenReports, record: RunRecord) -> None:

@@ -21,6 +21,7 @@ from conformance.results_document import results_document, write_results
 from conformance.runner import Result
 
 EXIT_OK, EXIT_UNEXPECTED, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # a run a SIGINT stopped (SIGTERM: 143)
 
 # What a run writes in its report folder; a new run removes an earlier run's (and nothing else) first.
 REPORT_FILES = ("report.md", "junit.xml", "results.json", "gateway-output.log")
