@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from conformance.interrupts import exit_code_of, say_still_stopping, signal_name, stop_signals_interrupt
+from conformance.shards import Shard, parse_shard
 from mutations.conformance_share import ConformanceVerdict, engine_mutations, share_line
 from mutations.matrix import coverage_problems, invariants_with_tests, kill_matrix, write_report
 from mutations.runner import EXIT_MISBEHAVED, EXIT_NO_VERDICT, EXIT_OK, NoVerdict, Outcome, format_seconds, verify
@@ -28,6 +30,13 @@ def _parser() -> argparse.ArgumentParser:
         type=_positive,
         default=_cpus(),
         help="disposable copies running mutations at once (default: the number of CPUs, here %(default)s)",
+    )
+    run.add_argument(
+        "--shard",
+        type=parse_shard,
+        metavar="I/N",
+        help="verify only shard I of N: every N-th mutation from the I-th over the specs in order (with the "
+        "baselines of their specs), for a CI matrix of N machines",
     )
     run.add_argument(
         "--no-early-stop",
@@ -92,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     root: Path = args.root.resolve()
     try:
         specs = _load(args.specs)
+        if getattr(args, "shard", None) is not None:
+            specs = sharded(specs, args.shard)
     except SpecError as exc:
         print(f"cascade-mutations: {exc}", file=sys.stderr)
         return EXIT_NO_VERDICT
@@ -148,6 +159,22 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_MISBEHAVED
     print(f"all {len(outcome.verdicts)} mutation(s) behaved as expected")
     return EXIT_OK
+
+
+def sharded(specs: list[Spec], shard: Shard) -> list[Spec]:
+    """The specs cut to ``shard``'s mutations: every N-th over all the specs' mutations in order, from the I-th;
+    a spec none of whose mutations is in the shard is left out (its baseline with it)."""
+    kept: list[Spec] = []
+    position = 0
+    for spec in specs:
+        mine = []
+        for mutation in spec.mutations:
+            if position % shard.count == shard.index - 1:
+                mine.append(mutation)
+            position += 1
+        if mine:
+            kept.append(replace(spec, mutations=tuple(mine)))
+    return kept
 
 
 def _print_matrix(outcome: Outcome, report_dir: Path) -> None:
