@@ -100,7 +100,9 @@ def _parser() -> argparse.ArgumentParser:
     save.add_argument("--report", type=Path, default=DEFAULT_REPORT)
     save.add_argument("--out", type=Path, required=True)
     merge = sub.add_parser("merge", help="join the report folders of the shards of one run into its one report")
-    merge.add_argument("shards", nargs="+", type=Path, metavar="SHARD_REPORT_DIR")
+    merge.add_argument(
+        "shards", nargs="+", type=Path, metavar="SHARD_REPORT_DIR", help="the report folder of each shard's run"
+    )
     merge.add_argument("--report", type=Path, default=DEFAULT_REPORT, help=f"report folder (default: {DEFAULT_REPORT})")
     sub.add_parser(
         "list", help="the whole catalogue: IDs, statements, the operations each property needs or 'not yet implemented'"

@@ -14,15 +14,16 @@ from conformance.listing import wrap
 from tests.conformance.cli.cli_support import PASSES, only_these, toy
 
 TOP_HELP = """\
-usage: cascade-conformance [-h] {run,replay,save-case,list,operations} ...
+usage: cascade-conformance [-h] {run,replay,save-case,merge,list,operations} ...
 
 Conformance suites for Cascade gateways.
 
 positional arguments:
-  {run,replay,save-case,list,operations}
+  {run,replay,save-case,merge,list,operations}
     run                 run the invariant catalogue against a target
     replay              run one saved case file against a target
     save-case           copy a failing case from a report into a case file of your own
+    merge               join the report folders of the shards of one run into its one report
     list                the whole catalogue: IDs, statements, the operations each property needs or 'not yet
                         implemented'
     operations          the adapter protocol's operations
@@ -97,7 +98,7 @@ usage: cascade-conformance run [-h] [--target TARGET] [--call-timeout CALL_TIMEO
                                [--wait-limit S] [--heartbeat-interval S] [--resends-history] [--rate-limit-wait S]
                                [--max-rps N] [--only ONLY] [--known-failures KNOWN_FAILURES] [--report REPORT]
                                [--cache-dir CACHE_DIR] [--example-db DIR] [--profile {ci,thorough}] [--seed SEED]
-                               [--max-examples N] [--no-shrink] [--shrink-budget S]
+                               [--max-examples N] [--no-shrink] [--shrink-budget S] [--jobs N] [--shard I/N]
                                [--log-level {DEBUG,INFO,WARNING,ERROR}]
 
 options:
@@ -127,6 +128,11 @@ options:
   --shrink-budget S     seconds shrinking may take per invariant from its first failing example; then each failure is
                         reported with the smallest case found so far (default: 60 for exec: and http:// targets, no
                         limit for python: and the reference)
+  --jobs N              judge N invariants at once, each in a worker process of its own: a whole number or auto (the
+                        CPUs); the output and the reports are a serial run's (default: auto for python: targets and
+                        the reference, 1 for exec: and http:// targets, which may not take concurrent examples)
+  --shard I/N           judge only shard I of N: every N-th selected invariant from the I-th, for a CI matrix of N
+                        machines; `merge` joins the N report folders into one
   --log-level {DEBUG,INFO,WARNING,ERROR}
                         log level of the reference implementations while they are checked (default ERROR: the engine
                         warns about every image it drops, which the properties provoke on purpose)
@@ -181,6 +187,17 @@ usage: cascade-conformance list [-h]
 
 options:
   -h, --help  show this help message and exit
+"""
+
+MERGE_HELP = """\
+usage: cascade-conformance merge [-h] [--report REPORT] SHARD_REPORT_DIR [SHARD_REPORT_DIR ...]
+
+positional arguments:
+  SHARD_REPORT_DIR  the report folder of each shard's run
+
+options:
+  -h, --help        show this help message and exit
+  --report REPORT   report folder (default: reports/conformance)
 """
 
 OPERATIONS_HELP = """\
@@ -253,6 +270,7 @@ def wide_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
         (["save-case"], SAVE_CASE_HELP),
         (["list"], LIST_HELP),
         (["operations"], OPERATIONS_HELP),
+        (["merge"], MERGE_HELP),
     ],
 )
 def test_every_command_has_its_help_page(argv: list[str], page: str, capsys: pytest.CaptureFixture[str]) -> None:
