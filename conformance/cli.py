@@ -70,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
         "--jobs",
         type=parse_jobs,
         metavar="N",
-        help="judge N invariants at once, each in a worker process of its own: a whole number or auto (the CPUs); "
+        help="judge N invariants at once, each in a worker process of its own: a whole number or auto (two per CPU); "
         "the output and the reports are a serial run's (default: auto for python: targets and the reference, 1 "
         "for exec: and http:// targets, which may not take concurrent examples)",
     )

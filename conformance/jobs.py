@@ -20,7 +20,9 @@ def parse_jobs(text: str) -> str:
 
 def jobs_for(given: str | None, target_kind: str) -> int:
     """How many workers: ``given`` (a whole number, or ``auto``), else ``auto`` in process and 1 for ``http://``
-    and ``exec:`` targets; ``auto`` is the number of CPUs."""
+    and ``exec:`` targets; ``auto`` is two per CPU (the properties wait on sockets, polls and a gateway's wait
+    limit much of their time: on 2 CPUs the embedded reference's catalogue took 85.6 s serially, 47.7 s with 2
+    workers and 39.5 s with 4)."""
     if given is None:
         given = "1" if target_kind in _SERIAL_KINDS else AUTO
-    return max(1, os.cpu_count() or 1) if given == AUTO else int(given)
+    return 2 * max(1, os.cpu_count() or 1) if given == AUTO else int(given)

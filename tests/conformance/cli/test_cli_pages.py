@@ -128,8 +128,8 @@ options:
   --shrink-budget S     seconds shrinking may take per invariant from its first failing example; then each failure is
                         reported with the smallest case found so far (default: 60 for exec: and http:// targets, no
                         limit for python: and the reference)
-  --jobs N              judge N invariants at once, each in a worker process of its own: a whole number or auto (the
-                        CPUs); the output and the reports are a serial run's (default: auto for python: targets and
+  --jobs N              judge N invariants at once, each in a worker process of its own: a whole number or auto (two
+                        per CPU); the output and the reports are a serial run's (default: auto for python: targets and
                         the reference, 1 for exec: and http:// targets, which may not take concurrent examples)
   --shard I/N           judge only shard I of N: every N-th selected invariant from the I-th, for a CI matrix of N
                         machines; `merge` joins the N report folders into one

@@ -15,10 +15,12 @@ from pathlib import Path
 import pytest
 
 from conformance.cli import main
+from conformance.jobs import jobs_for
 from tests.support.procs import alive, descendants
 from tests.support.stalling_targets import MARKER_ENV
 
 ROOT = Path(__file__).resolve().parents[3]
+CPUS = os.cpu_count() or 1
 FORGETS_FIELDS = "python:tests.support.broken_targets:forgets_fields"
 ONLY = "WIRE-1,WIRE-2,OFF-1,WIRE-3"
 JOBS_2 = ("--jobs", "2", "--report")  # a failure, a pass, two not checkable: ForgetsFields only decodes
@@ -119,3 +121,20 @@ def test_a_signal_ends_every_worker_and_what_it_launched(tmp_path: Path) -> None
 
 def _err(tmp_path: Path) -> str:
     return (tmp_path / "stderr").read_text(encoding="utf-8", errors="replace")
+
+
+@pytest.mark.parametrize(
+    ("given", "kind", "workers"),
+    [
+        (None, "python", 2 * CPUS),
+        (None, "http", 1),
+        (None, "exec", 1),
+        ("auto", "http", 2 * CPUS),
+        ("1", "python", 1),
+        ("3", "exec", 3),
+    ],
+)
+def test_auto_is_two_workers_per_cpu_in_process_and_one_over_a_foreign_gateway(
+    given: str | None, kind: str, workers: int
+) -> None:
+    assert jobs_for(given, kind) == workers
