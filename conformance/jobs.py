@@ -6,6 +6,8 @@ import argparse
 import os
 
 AUTO = "auto"
+# The default of --jobs when it is not given (as PYTEST_XDIST_AUTO_NUM_WORKERS is xdist's): CI can pin it.
+JOBS_ENV = "CASCADE_CONFORMANCE_JOBS"
 _SERIAL_KINDS = ("http", "exec")  # a foreign gateway may not take concurrent examples
 
 
@@ -19,10 +21,17 @@ def parse_jobs(text: str) -> str:
 
 
 def jobs_for(given: str | None, target_kind: str) -> int:
-    """How many workers: ``given`` (a whole number, or ``auto``), else ``auto`` in process and 1 for ``http://``
-    and ``exec:`` targets; ``auto`` is two per CPU (the properties wait on sockets, polls and a gateway's wait
-    limit much of their time: on 2 CPUs the embedded reference's catalogue took 85.6 s serially, 47.7 s with 2
-    workers and 39.5 s with 4)."""
+    """How many workers: ``given`` (a whole number, or ``auto``), else :data:`JOBS_ENV`'s value, else ``auto``
+    in process and 1 for ``http://`` and ``exec:`` targets; ``auto`` is two per CPU (the properties wait on
+    sockets, polls and a gateway's wait limit much of their time: on 2 CPUs the embedded reference's catalogue
+    took 85.6 s serially, 47.7 s with 2 workers and 39.5 s with 4)."""
     if given is None:
-        given = "1" if target_kind in _SERIAL_KINDS else AUTO
+        from_env = os.environ.get(JOBS_ENV, "").strip()
+        if from_env:
+            try:
+                given = parse_jobs(from_env)
+            except argparse.ArgumentTypeError as exc:
+                raise ValueError(f"{JOBS_ENV}: {exc}") from None
+        else:
+            given = "1" if target_kind in _SERIAL_KINDS else AUTO
     return 2 * max(1, os.cpu_count() or 1) if given == AUTO else int(given)

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from conformance.catalogue import invariant
+from conformance.jobs import JOBS_ENV
 from fakels.proto.exa.language_server_pb import language_server_pb2_grpc as ls_grpc
 from fakels.server import FakeLSThread
 from tests.support.fake_ls import CSRF_TOKEN, StartFakeLs
@@ -45,6 +46,13 @@ def _state_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
         yield
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """In-process runs of the command judge serially unless a test asks for workers (--jobs): many tests swap
+    toy properties into this process's registry, which a worker process would not see, and the suite's own
+    workers already fill the machine. Subprocesses inherit it too."""
+    os.environ.setdefault(JOBS_ENV, "1")
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conformance.cli import main
-from conformance.jobs import jobs_for
+from conformance.jobs import JOBS_ENV, jobs_for
 from tests.support.procs import alive, descendants
 from tests.support.stalling_targets import MARKER_ENV
 
@@ -135,6 +135,17 @@ def _err(tmp_path: Path) -> str:
     ],
 )
 def test_auto_is_two_workers_per_cpu_in_process_and_one_over_a_foreign_gateway(
-    given: str | None, kind: str, workers: int
+    given: str | None, kind: str, workers: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.delenv(JOBS_ENV, raising=False)
     assert jobs_for(given, kind) == workers
+
+
+def test_the_environment_sets_the_default_and_a_bad_value_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(JOBS_ENV, "3")
+    assert (jobs_for(None, "http"), jobs_for("2", "http")) == (3, 2)
+    monkeypatch.setenv(JOBS_ENV, "auto")
+    assert jobs_for(None, "exec") == 2 * CPUS
+    monkeypatch.setenv(JOBS_ENV, "0")
+    with pytest.raises(ValueError, match=f"^{JOBS_ENV}: expected a whole number of workers from 1, or auto; got '0'$"):
+        jobs_for(None, "python")
