@@ -10,12 +10,12 @@ the whole group): the command decides, and ends every worker with SIGTERM, on wh
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
 import queue
 import signal
-import sys
 from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,17 +116,27 @@ def _work(setup: WorkerSetup, tasks: Any, answers: Any) -> None:
     os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     for name in ("engine", "fakels"):
         logging.getLogger(name).setLevel(setup.log_level)
-    target = load_target(setup.target_spec, call_timeout_s=setup.call_timeout_s, http=setup.http)
+    target = _OPEN["target"] = load_target(setup.target_spec, call_timeout_s=setup.call_timeout_s, http=setup.http)
     examples = ExampleDatabase(setup.example_db, setup.target_words)
     try:
         while (invariant := tasks.get()) is not None:
             answers.put(_judged(setup, target, examples, invariant))
     finally:
+        _OPEN.clear()
         target.close()
 
 
+_OPEN: dict[str, Target] = {}  # the worker's target while it is open
+
+
 def _exit_on_term(signum: int, frame: FrameType | None) -> None:
-    sys.exit(128 + signum)  # the worker's finally runs: its target is closed, what it launched reaped
+    """Close the target (reaping what it launched) and exit at once: an exception raised here could be
+    caught on its way out of a property, and the worker would go on."""
+    target = _OPEN.pop("target", None)
+    if target is not None:
+        with contextlib.suppress(Exception):
+            target.close()
+    os._exit(128 + signum)
 
 
 def _judged(setup: WorkerSetup, target: Target, examples: ExampleDatabase, invariant: str) -> tuple[str, str, Any]:
