@@ -34,6 +34,14 @@ def _run(tmp_path: Path, target: str, db: Path, *extra: str) -> tuple[int, dict[
     return code, verdict
 
 
+def _kept_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The example database after a run on NOTHING whose WIRE-1 failed: it keeps ``{"n": 5}``."""
+    db = tmp_path / "db"
+    only_these(monkeypatch, toy("WIRE-1", FAILS, cases=AT_LEAST_5))
+    assert _run(tmp_path, NOTHING, db)[0] == 1
+    return db
+
+
 def _kept(db: Path) -> list[Path]:
     return sorted(db.glob("*/wire-1/*.json"))
 
@@ -41,9 +49,7 @@ def _kept(db: Path) -> list[Path]:
 def test_a_second_run_finds_a_kept_failure_from_the_database_alone(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    db = tmp_path / "db"
-    only_these(monkeypatch, toy("WIRE-1", FAILS, cases=AT_LEAST_5))
-    assert _run(tmp_path, NOTHING, db)[0] == 1
+    db = _kept_failure(tmp_path, monkeypatch)
     (kept,) = _kept(db)
     assert json.loads(kept.read_text(encoding="utf-8"))["case"] == {"n": 5}
     assert (kept.parents[1] / "target.txt").read_text(encoding="utf-8") == f"--target {NOTHING}"
@@ -67,9 +73,7 @@ def test_a_second_run_finds_a_kept_failure_from_the_database_alone(
 def test_another_targets_kept_failures_are_never_replayed_here(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    db = tmp_path / "db"
-    only_these(monkeypatch, toy("WIRE-1", FAILS, cases=AT_LEAST_5))
-    assert _run(tmp_path, NOTHING, db)[0] == 1
+    db = _kept_failure(tmp_path, monkeypatch)
     only_these(monkeypatch, toy("WIRE-1", _fails_at_5, cases=OVER_5))
     code, verdict = _run(tmp_path, REFERENCE, db)
     assert (code, verdict["status"]) == (0, "pass")
@@ -82,9 +86,7 @@ def test_another_targets_kept_failures_are_never_replayed_here(
 def test_a_kept_case_that_passes_again_is_dropped_when_the_property_passes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    db = tmp_path / "db"
-    only_these(monkeypatch, toy("WIRE-1", FAILS, cases=AT_LEAST_5))
-    assert _run(tmp_path, NOTHING, db)[0] == 1
+    db = _kept_failure(tmp_path, monkeypatch)
     only_these(monkeypatch, toy("WIRE-1", PASSES, cases=AT_LEAST_5))  # fixed
     code, verdict = _run(tmp_path, NOTHING, db)
     assert (code, verdict["status"]) == (0, "pass")
@@ -96,9 +98,7 @@ def test_a_kept_case_that_passes_again_is_dropped_when_the_property_passes(
 def test_a_file_in_the_database_that_is_not_a_case_is_dropped_never_replayed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    db = tmp_path / "db"
-    only_these(monkeypatch, toy("WIRE-1", FAILS, cases=AT_LEAST_5))
-    assert _run(tmp_path, NOTHING, db)[0] == 1
+    db = _kept_failure(tmp_path, monkeypatch)
     (kept,) = _kept(db)
     kept.write_text("not json", encoding="utf-8")
     (kept.parent / "002.json").write_text(json.dumps({"format": "cascade-conformance-case"}), encoding="utf-8")
