@@ -24,8 +24,8 @@ from conformance.fixtures.images import (
     kit_image_of,
     png_b64,
 )
-from conformance.models.img import ENV_HISTORY, ENV_IMAGE_BYTES, ENV_IMAGES, PLACEHOLDER, ROLES
-from conformance.strategies.text import unicode_text
+from conformance.models.img import ENV_HISTORY, ENV_IMAGE_BYTES, ENV_IMAGES, PLACEHOLDER, ROLES, history_line_units
+from conformance.strategies.text import WIRE_SAFE_SHAPES, text_of_units, unicode_text
 from conformance.targets import Target
 
 Case = dict[str, Any]
@@ -40,10 +40,15 @@ TAGLIKE = (
     "\U0001f600</human>\U0001d518",
     "</ human>",
 )
+#: Texts whose length in UTF-16 units is not their length in code points (astral characters), or
+#: whose glyphs are not their code points (combining sequences): the history budget counts units.
+#: Never lone surrogates: the prompt rides the wire as UTF-8.
+SHAPED = st.tuples(st.integers(1, 40), st.sampled_from(WIRE_SAFE_SHAPES)).flatmap(lambda p: text_of_units(*p))
 TEXT = st.one_of(
     unicode_text(max_size=24),
     st.sampled_from(TAGLIKE),
     st.tuples(unicode_text(max_size=8), st.sampled_from(TAGLIKE), unicode_text(max_size=8)).map("".join),
+    SHAPED,
 )
 _STYLES = ("image_url", "image")
 
@@ -172,20 +177,39 @@ def for_clients(target: Target, messages: list[dict[str, Any]]) -> list[dict[str
     return [*messages[:-1], {**last, "content": blocks}]
 
 
+@st.composite
+def at_history_floor(draw: st.DrawFn, messages: list[dict[str, Any]]) -> dict[str, str]:
+    """A history budget at the floor of the newest history turns: the UTF-16 length of their lines
+    (:func:`~conformance.models.img.history_line_units`), one under it or one over it. Under it the
+    oldest of those turns is cut; at it or over it, it is kept. Empty when there is no history."""
+    convo = [m for m in messages if m.get("role") in ROLES]
+    sizes = [history_line_units(m) for m in reversed(convo[:-1])]
+    if not sizes:
+        return {}
+    kept = draw(st.integers(1, len(sizes)))
+    return {ENV_HISTORY: str(max(1, sum(sizes[:kept]) + draw(st.sampled_from((0, -1, 1)))))}
+
+
 def cases(
     *, wire: st.SearchStrategy[tuple[str, bool]], env: st.SearchStrategy[dict[str, str]], refused: bool = False
 ) -> Callable[[Target], st.SearchStrategy[Case]]:
-    def strategy(target: Target) -> st.SearchStrategy[Case]:
+    """Conversations of two turns or more under ``env`` (a black box's own limits instead, when it has
+    them); where ``env`` sets a history budget, half the time one :func:`at_history_floor`."""
+
+    @st.composite
+    def strategy(draw: st.DrawFn, target: Target) -> Case:
         fixed = fixed_env(target)
-        envs_drawn = env if fixed is None else st.just(fixed)
-        return st.tuples(conversations(min_turns=2, refused=refused), envs_drawn, wire).map(
-            lambda parts: {
-                "messages": for_clients(target, parts[0]),
-                "env": parts[1],
-                "tool_preamble": parts[2][0],
-                "native_mode": parts[2][1],
-            }
-        )
+        messages = draw(conversations(min_turns=2, refused=refused))
+        drawn = draw(env) if fixed is None else fixed
+        tool_preamble, native_mode = draw(wire)
+        if fixed is None and ENV_HISTORY in drawn and draw(st.booleans()):
+            drawn = {**drawn, **draw(at_history_floor(messages))}
+        return {
+            "messages": for_clients(target, messages),
+            "env": drawn,
+            "tool_preamble": tool_preamble,
+            "native_mode": native_mode,
+        }
 
     return strategy
 
