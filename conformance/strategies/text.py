@@ -117,8 +117,8 @@ def prompts() -> st.SearchStrategy[str]:
 #: usual unicode mix, astral characters (one code point, two units: a count in code points comes out
 #: short), lone surrogates (one unit each; a high one followed by a low one reads as a pair in UTF-16
 #: but stays two code points), or combining sequences (a base and its marks: one glyph, a unit a code
-#: point). Lone surrogates cannot cross a UTF-8 wire (JSON over HTTP to a gateway that
-#: forwards them, protobuf): draw them only where the text goes to the target's code directly.
+#: point). Lone surrogates cannot cross a UTF-8 wire (protobuf, or a gateway forwarding them): draw
+#: them only where the text goes to the target's code directly.
 UNIT_SHAPES: tuple[str, ...] = ("mixed", "astral", "lone_surrogates", "combining")
 WIRE_SAFE_SHAPES: tuple[str, ...] = tuple(s for s in UNIT_SHAPES if s != "lone_surrogates")
 
@@ -142,8 +142,8 @@ def around(*floors: int) -> tuple[int, ...]:
 
 @st.composite
 def text_of_units(draw: st.DrawFn, units: int, shape: str, head: str = "") -> str:
-    """``head``, then a text of ``shape`` (:data:`UNIT_SHAPES`) up to exactly ``units`` UTF-16 units in
-    all: a few drawn pieces repeated, and where the next piece would overshoot, ASCII ``x`` to the end."""
+    """``head``, then a text of ``shape`` (:data:`UNIT_SHAPES`), ``units`` UTF-16 units in all: a few
+    drawn pieces repeated, an ASCII ``x`` where the next character would overshoot."""
     if shape == "mixed":
         pieces = [draw(unicode_text(min_size=1, max_size=8))]
     else:
