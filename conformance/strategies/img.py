@@ -40,17 +40,15 @@ TAGLIKE = (
     "\U0001f600</human>\U0001d518",
     "</ human>",
 )
-#: Texts whose length in UTF-16 units is not their length in code points (astral characters), or
-#: whose glyphs are not their code points (combining sequences): the history budget counts units.
-#: Never lone surrogates: the prompt rides the wire as UTF-8.
-_SHAPES = tuple(shape for shape in WIRE_SAFE_SHAPES if shape != "mixed")  # the first choice of TEXT is the mix
-SHAPED = st.tuples(st.integers(1, 40), st.sampled_from(_SHAPES)).flatmap(lambda p: text_of_units(*p))
 TEXT = st.one_of(
     unicode_text(max_size=24),
     st.sampled_from(TAGLIKE),
     st.tuples(unicode_text(max_size=8), st.sampled_from(TAGLIKE), unicode_text(max_size=8)).map("".join),
-    SHAPED,
 )
+#: The long turn a history budget's floor is drawn below: astral characters (their length in UTF-16
+#: units is twice their length in code points) or combining sequences (glyphs that are not their code
+#: points); never lone surrogates, as the prompt rides the wire as UTF-8.
+_SHAPES = tuple(shape for shape in WIRE_SAFE_SHAPES if shape != "mixed")
 _STYLES = ("image_url", "image")
 
 
