@@ -123,7 +123,7 @@ def static_problems(spec: Spec, root: Path, known_invariants: set[str]) -> list[
         problems.append(f"mutation name {name!r} is used more than once")
     for test in spec.tests:
         test_file = test.split("::", 1)[0]
-        if not (root / test_file).is_file():
+        if not (root / test_file).is_file() and ("::" in test or not (root / test_file).is_dir()):
             problems.append(f"test file {test_file} does not exist")
         static = static_check_files(test, root)
         if static:

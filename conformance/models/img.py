@@ -94,6 +94,11 @@ def render_line(role: str, body: str) -> str:
     return f"<{tag}>\n" + body.replace(f"</{tag}>", f"<\\/{tag}>") + f"\n</{tag}>"
 
 
+def history_line_units(message: Mapping[str, Any]) -> int:
+    """What a history turn costs against the history budget: its pre-marker line, in UTF-16 units."""
+    return utf16_units(render_line(str(message["role"]), render_body(message.get("content"), {})))
+
+
 def current_text(content: Any) -> str:
     """The current turn's text: its text blocks (images never appear in it)."""
     if isinstance(content, str):
@@ -197,7 +202,7 @@ def model(case: Case) -> Model:
     budget = env_limit(env, ENV_HISTORY, DEFAULT_HISTORY_BYTES, allow_zero=False)
     first_included, used, kept = 0, 0, 0
     for turn in range(n - 2, -1, -1):
-        size = utf16_units(render_line(str(convo[turn]["role"]), render_body(convo[turn].get("content"), {})))
+        size = history_line_units(convo[turn])
         if used + size > budget and kept:
             first_included = turn + 1
             break

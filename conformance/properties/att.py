@@ -63,7 +63,7 @@ def images_are_durable_and_restore_identically(target: Target, case: Case, evide
     for index, batch in enumerate(case["rounds"]):
         if index == failing:
             _commit_with_a_failing_log_write(target, case, index, evidence)
-        target.call("session.commit", items=batch)
+        _commit_durably(target, batch, index, evidence)
     running = _build(target, case["upstream"]) if failing is not None else None
     target.call("session.restore")
     first = _build(target, case["upstream"])
@@ -77,6 +77,18 @@ def images_are_durable_and_restore_identically(target: Target, case: Case, evide
     target.call("session.restore")
     again = _build(target, case["upstream"])
     _holds(identity_problems(first, again), "the restored session lowers differently")
+
+
+def _commit_durably(target: Target, batch: list[dict[str, Any]], index: int, evidence: Evidence) -> None:
+    """Commit round ``index``; nothing asked its log write to fail, so it must be committed and logged: a
+    commit answering ``failed`` left its tool results neither in the history nor in the session log."""
+    answer = target.call("session.commit", items=batch)
+    if "failed" in answer:
+        evidence.add(f"round {index}, committed", {"answer": answer, "items": len(batch)})
+    assert "failed" not in answer, (
+        f"the commit of round {index} ({len(batch)} item(s)) failed although nothing made its log write fail: "
+        f"{answer['failed']}; its tool results are neither committed nor persisted"
+    )
 
 
 def _failing_round(target: Target, case: Case, evidence: Evidence) -> int | None:

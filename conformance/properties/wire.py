@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import re
+from functools import partial
 from typing import Any
 
 import grpc
@@ -95,55 +96,84 @@ def _entry_summary(entry: dict[str, Any]) -> dict[str, Any]:
 
 @invariant_property("WIRE-4", needs=("ls.serve", "ls.advance_clock", "ls.stop"), cases=stateful_cases, max_examples=20)
 def stateful_semantics(target: Target, case: Case, evidence: Evidence) -> None:
+    """Each scripted turn played as the case's client polls it (its reads in its order, the run status
+    maybe only once the steps stop growing): steps cumulative from any offset, planner text append-only,
+    RUNNING then IDLE, generator metadata at its offsets; an expired cascade (``expire_after``, or a Send
+    the scenario answers with the ``expired`` fault) answers every later call with expired text."""
     served = target.call("ls.serve", scenario=case["scenario"], manual_clock=True)
     try:
         with LsClient(served["address"], served["csrf_token"]) as client:
             cascade = client.start()
             records_expected = 0
-            for index, turn in enumerate(case["scenario"]["turns"]):
-                client.send(cascade, f"turn {index}")
-                _play_turn(client, target, cascade, turn, case["offsets"], evidence)
+            turns = case["scenario"]["turns"]
+            plays = case.get("plays") or []
+            for index, turn in enumerate(turns):
+                prompt = f"turn {index}"
+                if turn.get("fault", {}).get("kind") == "expired":
+                    # The Send is refused as expired, and the cascade with it: its polls and the next Send too.
+                    _expect_expired(partial(client.send, cascade, prompt), "the Send the fault refuses", evidence)
+                    _expect_expired_after(client, cascade, evidence)
+                    return
+                client.send(cascade, prompt)
+                play = plays[index] if index < len(plays) else {}
+                _play_turn(client, target, cascade, turn, play, case["offsets"], evidence)
                 records_expected += len(turn["records"])
                 _check_records(client, cascade, records_expected, case["offsets"])
-            if case["scenario"]["turns"][-1].get("expire_after"):
+            if turns[-1].get("expire_after"):
                 # The finished turn stayed readable; resuming the expired cascade is refused, and then
                 # every call on it is.
-                for call in (lambda: client.send(cascade, "resume"), lambda: client.steps(cascade, 0)):
-                    with_error = _expect_error(call)
-                    evidence.add("after expiry", with_error)
-                    assert with_error[0] == "NOT_FOUND", f"an expired cascade answered {with_error}"
-                    assert any(re.search(p, with_error[1], re.IGNORECASE) for p in EXPIRED_PATTERNS), (
-                        f"the expiry text {with_error[1]!r} is not one real clients classify as an expired cascade"
-                    )
+                _expect_expired(lambda: client.send(cascade, "resume"), "a Send resuming it", evidence)
+                _expect_expired_after(client, cascade, evidence)
     finally:
         target.call("ls.stop")
 
 
+def _expect_expired_after(client: LsClient, cascade: str, evidence: Evidence) -> None:
+    """Every call on an expired cascade is refused with expired text: its polls and the next Send."""
+    _expect_expired(lambda: client.steps(cascade, 0), "its steps", evidence)
+    _expect_expired(lambda: client.status(cascade), "its run status", evidence)
+    _expect_expired(lambda: client.records(cascade, 0), "its generator metadata", evidence)
+    _expect_expired(lambda: client.send(cascade, "are you there?"), "the next Send", evidence)
+
+
+def _expect_expired(call: Any, what: str, evidence: Evidence) -> None:
+    with_error = _expect_error(call)
+    evidence.add(f"after expiry: {what}", with_error)
+    assert with_error[0] == "NOT_FOUND", f"an expired cascade answered {with_error} to {what}"
+    assert any(re.search(p, with_error[1], re.IGNORECASE) for p in EXPIRED_PATTERNS), (
+        f"the expiry text {with_error[1]!r} ({what}) is not one real clients classify as an expired cascade"
+    )
+
+
 def _play_turn(
-    client: LsClient, target: Target, cascade: str, turn: dict[str, Any], offsets: list[int], evidence: Evidence
+    client: LsClient,
+    target: Target,
+    cascade: str,
+    turn: dict[str, Any],
+    play: dict[str, Any],
+    offsets: list[int],
+    evidence: Evidence,
 ) -> None:
+    """Poll the turn as ``play`` says (its reads in ``order``, no run status before poll ``status_from``)
+    until it is IDLE twice; the clock moves a second between polls."""
+    order = play.get("order") or ["steps", "status"]
+    status_from = int(play.get("status_from", 0))
     statuses: list[int] = []
     seen_text: dict[int, tuple[str, str]] = {}
-    for _ in range(len(turn["chunks"]) * 3 + 6):
-        full = client.steps(cascade, 0)
-        for k in offsets:  # the clock is frozen: every read sees the same moment
-            part = client.steps(cascade, k)
-            assert [s.SerializeToString() for s in part] == [s.SerializeToString() for s in full[k:]], (
-                f"GetCascadeTrajectorySteps(offset={k}) is not the snapshot's steps[{k}:] "
-                f"({len(part)} steps vs {len(full[k:])})"
-            )
-        for i, step in enumerate(full):
-            if step.HasField("planner_response"):
-                now = (step.planner_response.response, step.planner_response.thinking)
-                before = seen_text.get(i, ("", ""))
-                grew = now[0].startswith(before[0]) and now[1].startswith(before[1])
-                assert grew, f"planner text at step {i} did not grow append-only: {before!r} -> {now!r}"
-                seen_text[i] = now
-        statuses.append(client.status(cascade))
-        evidence.add("statuses", statuses)
-        if statuses[-1] == IDLE and statuses.count(IDLE) >= 2:
+    for poll in range(len(turn["chunks"]) * 3 + 6 + status_from):
+        for read in order:
+            if read == "metadata":
+                client.records(cascade, 0)
+            elif read == "steps":
+                _check_steps(client, cascade, offsets, seen_text)
+            elif poll >= status_from:
+                statuses.append(client.status(cascade))
+                evidence.add("statuses", statuses)
+        if statuses[-1:] == [IDLE] and statuses.count(IDLE) >= 2:
             break
         target.call("ls.advance_clock", seconds=1.0)
+    if status_from:
+        evidence.add("first run status read", f"at poll {status_from}, after the last chunk showed ({order})")
     assert statuses[:1] == [RUNNING], f"the first status poll after Send was {statuses[:1]}, not RUNNING"
     assert IDLE in statuses, f"the turn never went IDLE: {statuses}"
     first_idle = statuses.index(IDLE)
@@ -153,6 +183,24 @@ def _play_turn(
     assert final == "" or final in texts, (
         f"at IDLE the planner text is {texts[-1:]!r}, the scripted turn says {final!r}"
     )
+
+
+def _check_steps(client: LsClient, cascade: str, offsets: list[int], seen_text: dict[int, tuple[str, str]]) -> None:
+    """Steps at each offset are the snapshot's tail, and every planner text grew append-only."""
+    full = client.steps(cascade, 0)
+    for k in offsets:  # the clock is frozen: every read sees the same moment
+        part = client.steps(cascade, k)
+        assert [s.SerializeToString() for s in part] == [s.SerializeToString() for s in full[k:]], (
+            f"GetCascadeTrajectorySteps(offset={k}) is not the snapshot's steps[{k}:] "
+            f"({len(part)} steps vs {len(full[k:])})"
+        )
+    for i, step in enumerate(full):
+        if step.HasField("planner_response"):
+            now = (step.planner_response.response, step.planner_response.thinking)
+            before = seen_text.get(i, ("", ""))
+            grew = now[0].startswith(before[0]) and now[1].startswith(before[1])
+            assert grew, f"planner text at step {i} did not grow append-only: {before!r} -> {now!r}"
+            seen_text[i] = now
 
 
 def _check_records(client: LsClient, cascade: str, expected: int, offsets: list[int]) -> None:

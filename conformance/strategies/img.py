@@ -24,8 +24,8 @@ from conformance.fixtures.images import (
     kit_image_of,
     png_b64,
 )
-from conformance.models.img import ENV_HISTORY, ENV_IMAGE_BYTES, ENV_IMAGES, PLACEHOLDER, ROLES
-from conformance.strategies.text import unicode_text
+from conformance.models.img import ENV_HISTORY, ENV_IMAGE_BYTES, ENV_IMAGES, PLACEHOLDER, ROLES, history_line_units
+from conformance.strategies.text import WIRE_SAFE_SHAPES, text_of_units, unicode_text
 from conformance.targets import Target
 
 Case = dict[str, Any]
@@ -45,6 +45,10 @@ TEXT = st.one_of(
     st.sampled_from(TAGLIKE),
     st.tuples(unicode_text(max_size=8), st.sampled_from(TAGLIKE), unicode_text(max_size=8)).map("".join),
 )
+#: The long turn a history budget's floor is drawn below: astral characters (their length in UTF-16
+#: units is twice their length in code points) or combining sequences (glyphs that are not their code
+#: points); never lone surrogates, as the prompt rides the wire as UTF-8.
+_SHAPES = tuple(shape for shape in WIRE_SAFE_SHAPES if shape != "mixed")
 _STYLES = ("image_url", "image")
 
 
@@ -172,20 +176,62 @@ def for_clients(target: Target, messages: list[dict[str, Any]]) -> list[dict[str
     return [*messages[:-1], {**last, "content": blocks}]
 
 
+@st.composite
+def at_history_floor(draw: st.DrawFn, messages: list[dict[str, Any]]) -> dict[str, str]:
+    """A history budget at the floor of the newest history turns: the UTF-16 length of their lines
+    (:func:`~conformance.models.img.history_line_units`), one under it or one over it. Under it the
+    oldest of those turns is cut (unless it is the newest history turn, always kept); at it or over
+    it, it is kept. Empty when there is no history."""
+    convo = [m for m in messages if m.get("role") in ROLES]
+    newest_first = list(reversed(convo[:-1]))
+    sizes = [history_line_units(m) for m in newest_first]
+    if not sizes:
+        return {}
+    # Half the time, where one can, the turn just past the floor holds images: what the cut changes shows.
+    with_images = [kept for kept in range(1, len(sizes)) if _images_in(newest_first[kept])]
+    past_images = draw(st.booleans())
+    kept = draw(st.sampled_from(with_images) if with_images and past_images else st.integers(1, len(sizes)))
+    return {ENV_HISTORY: str(max(1, sum(sizes[:kept]) + draw(st.sampled_from((0, -1, 1)))))}
+
+
+def _images_in(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and any(kit_image_of(block) is not None for block in content)
+
+
+@st.composite
+def with_a_long_shaped_turn(draw: st.DrawFn, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` with the newest history turn's content replaced by one long text of astral characters
+    or combining sequences (200 to 1200 UTF-16 units): astral ones put the history budget's floor where a
+    count in code points and one in UTF-16 units part by hundreds, more than a turn's worth."""
+    if len(messages) < 2:
+        return messages
+    text = draw(st.tuples(st.integers(200, 1200), st.sampled_from(_SHAPES)).flatmap(lambda p: text_of_units(*p)))
+    return [*messages[:-2], {**messages[-2], "content": text}, messages[-1]]
+
+
 def cases(
     *, wire: st.SearchStrategy[tuple[str, bool]], env: st.SearchStrategy[dict[str, str]], refused: bool = False
 ) -> Callable[[Target], st.SearchStrategy[Case]]:
-    def strategy(target: Target) -> st.SearchStrategy[Case]:
+    """Conversations of two turns or more under ``env`` (a black box's own limits instead, when it has
+    them); where ``env`` sets a history budget, two times in three one :func:`at_history_floor` below a
+    long shaped turn (:func:`with_a_long_shaped_turn`)."""
+
+    @st.composite
+    def strategy(draw: st.DrawFn, target: Target) -> Case:
         fixed = fixed_env(target)
-        envs_drawn = env if fixed is None else st.just(fixed)
-        return st.tuples(conversations(min_turns=2, refused=refused), envs_drawn, wire).map(
-            lambda parts: {
-                "messages": for_clients(target, parts[0]),
-                "env": parts[1],
-                "tool_preamble": parts[2][0],
-                "native_mode": parts[2][1],
-            }
-        )
+        messages = draw(conversations(min_turns=2, refused=refused))
+        drawn = draw(env) if fixed is None else fixed
+        tool_preamble, native_mode = draw(wire)
+        if fixed is None and ENV_HISTORY in drawn and draw(st.integers(0, 2)) > 0:
+            messages = draw(with_a_long_shaped_turn(messages))
+            drawn = {**drawn, **draw(at_history_floor(messages))}
+        return {
+            "messages": for_clients(target, messages),
+            "env": drawn,
+            "tool_preamble": tool_preamble,
+            "native_mode": native_mode,
+        }
 
     return strategy
 

@@ -16,7 +16,15 @@ from hypothesis import strategies as st
 
 from conformance.models.js_text import utf16_units
 from conformance.models.store import BYTE_NOTICE, TRUNCATION_MARKER, refusal_causes, token
-from conformance.strategies.text import identifiers, json_values, unicode_text
+from conformance.strategies.text import (
+    UNIT_SHAPES,
+    WIRE_SAFE_SHAPES,
+    around,
+    identifiers,
+    json_values,
+    text_of_units,
+    unicode_text,
+)
 from conformance.targets import Target
 
 Case = dict[str, Any]
@@ -41,12 +49,13 @@ _SEED_NOTICE = (
 )
 _NOTICED_BYTES = 64 + 2 * (len(_SEED_NOTICE) + len(TRUNCATION_MARKER))
 _ANSWER_BYTES = 64 + 180
-#: Lengths in UTF-16 units around the content stage's floors: 83 (the marker: a string this long is
-#: never cut), 121 (the ``__truncated__`` document: a JSON argument this long is never replaced) and
-#: 166 (a string this long or shorter that is over the marker cannot be halved any shorter: seed 003
-#: rejects the write instead). Those inside the floors come first (Hypothesis draws the first most).
-_TEXT_FLOORS = (84, 166, 165, 121, 122, 83, 167)
-_DOCUMENT_FLOORS = (84, 121, 120, 83, 122)
+#: Lengths in UTF-16 units around the content stage's floors, each floor, one under and one over it:
+#: 83 (the marker: a string this long is never cut), 121 (the ``__truncated__`` document: a JSON
+#: argument this long is never replaced) and 166 (a string this long or shorter that is over the
+#: marker cannot be halved any shorter: seed 003 rejects the write instead). Three draws in four take
+#: one of these, the fourth any length between the floors.
+_TEXT_FLOORS = around(83, 166, 121)
+_DOCUMENT_FLOORS = around(121, 83)
 #: Over this fixed entry budget a newest message of those lengths fits: no floor case is drawn.
 _FLOOR_BUDGET = 64 + 2 * max(_TEXT_FLOORS)
 #: The largest entry budget the kit builds over-budget payloads for (up to three times the budget
@@ -323,8 +332,12 @@ def plain_argument_cases(target: Target) -> st.SearchStrategy[Case]:
 @st.composite
 def floor_cases(draw: st.DrawFn, target: Target) -> Case:
     """STORE-3: a short system message (it keeps the byte stage's notice), short turns, and an answer
-    that is a text or JSON-document arguments of 83 to 167 UTF-16 units (:data:`_TEXT_FLOORS`), under a
-    budget that newest message exceeds on its own, so the content stage reaches it.
+    that is a text or JSON-document arguments of 82 to 167 UTF-16 units (:data:`_TEXT_FLOORS`), under a
+    budget that newest message exceeds on its own, so the content stage reaches it. The text (a JSON
+    document's body) is of one of :data:`~conformance.strategies.text.UNIT_SHAPES`; astral characters
+    are about half as many code points as units, so a store that measures code points misses a
+    candidate it must refuse. Lone surrogates only where the limits are the
+    case's own (a gateway launched with fixed ones gets the answer through the fake LS's UTF-8 wire).
 
     Seed 003 keeps such a write when no string can be rewritten shorter (a text of at most 83 units,
     arguments of at most 121: a truncation never grows a value, and a text led by a notice keeps the
@@ -338,13 +351,15 @@ def floor_cases(draw: st.DrawFn, target: Target) -> Case:
         (build.user if draw(st.booleans()) else build.assistant)(draw(short_texts()))
     build.user(draw(short_texts()))
     answer: dict[str, Any]
+    made_of = draw(st.sampled_from(WIRE_SAFE_SHAPES if fixed else UNIT_SHAPES))
     if draw(st.booleans()):
-        units = draw(st.one_of(st.sampled_from(_TEXT_FLOORS), st.integers(84, 166)))
+        units = draw(_at_a_floor(_TEXT_FLOORS, 84, 166))
         head = token(len(build.messages)) + " "
-        answer = {"text": _text_of_units(head, draw(unicode_text(min_size=1, max_size=8)), units)}
+        answer = {"text": draw(text_of_units(units, made_of, head))}
     else:
-        units = draw(st.one_of(st.sampled_from(_DOCUMENT_FLOORS), st.integers(84, 121)))
-        answer = {"tool_call": {"name": draw(identifiers("write_")), "arguments": draw(_json_of_units(units))}}
+        units = draw(_at_a_floor(_DOCUMENT_FLOORS, 84, 121))
+        arguments = draw(_json_of_units(units, made_of))
+        answer = {"tool_call": {"name": draw(identifiers("write_")), "arguments": arguments}}
     size = len(build.messages) + 1
     limits = fixed or {
         "max_messages": draw(st.integers(size, 12)),
@@ -353,32 +368,25 @@ def floor_cases(draw: st.DrawFn, target: Target) -> Case:
     return {"limits": limits, "shape": shape, "messages": build.messages, "answer": answer}
 
 
-def _text_of_units(head: str, filler: str, units: int) -> str:
-    """``head``, then ``filler`` repeated, to ``units`` UTF-16 units (an astral character that would
-    overshoot gives way to an ASCII one)."""
-    parts, used = [head], utf16_units(head)
-    index = 0
-    while used < units:
-        char = filler[index % len(filler)]
-        index += 1
-        size = utf16_units(char)
-        if used + size > units:
-            char, size = "x", 1
-        parts.append(char)
-        used += size
-    return "".join(parts)
+@st.composite
+def _at_a_floor(draw: st.DrawFn, floors: tuple[int, ...], low: int, high: int) -> int:
+    """One of ``floors`` three times in four, else a length from ``low`` to ``high``."""
+    return draw(st.sampled_from(floors)) if draw(st.integers(0, 3)) else draw(st.integers(low, high))
 
 
 @st.composite
-def _json_of_units(draw: st.DrawFn, units: int) -> str:
+def _json_of_units(draw: st.DrawFn, units: int, shape: str) -> str:
     """A JSON document (a file write, an object or an array of one, maybe led by JSON whitespace) of
-    ``units`` characters, all ASCII, so as many UTF-16 units."""
+    ``units`` UTF-16 units, its body of ``shape`` (the usual mix: letters, digits and punctuation no
+    JSON string escapes)."""
     lead = draw(st.sampled_from(["", " ", "\n  "]))
     array = draw(st.booleans())
     opening = lead + ("[" if array else "") + '{"path":"/tmp/' + draw(identifiers())[:12] + '.txt","content":"'
     closing = '"}' + ("]" if array else "")
-    seed = draw(st.text(string.ascii_letters + string.digits + " .,:", min_size=1, max_size=8))
     room = max(0, units - len(opening) - len(closing))
+    if shape != "mixed":
+        return opening + draw(text_of_units(room, shape)) + closing
+    seed = draw(st.text(string.ascii_letters + string.digits + " .,:", min_size=1, max_size=8))
     return opening + (seed * (room // len(seed) + 1))[:room] + closing
 
 
@@ -441,16 +449,17 @@ def _count_notice(count: int) -> str:
 def _both_notices_case(draw: st.DrawFn) -> Case:
     """Chat turns with a system message in the middle, a cap that keeps it as the first message (the
     count stage's notice goes on it) and a budget that keeps it as the byte stage's head (its notice
-    goes on it too, before the other): one text led by both notices, 43 to 83 UTF-16 units besides,
-    so no store cuts it. The budget is one a halving of that text would fit in if it kept only the
-    first notice whole (within the 126 or more bytes two such halvings take off, in the seed's
-    accounting): a store that does not keep both notices whole cuts the second one there."""
+    goes on it too, before the other): one text led by both notices, 43 to 83 UTF-16 units besides
+    (of any of :data:`~conformance.strategies.text.UNIT_SHAPES`), so no store cuts it. The budget is
+    one a halving of that text would fit in if it kept only the first notice whole (within the 126 or
+    more bytes two such halvings take off, in the seed's accounting): a store that does not keep both
+    notices whole cuts the second one there."""
     build = _Builder("chat", parts=False, images=False)
     by_count = draw(st.integers(1, 3))
     for _ in range(by_count):
         build.user(draw(short_texts()))
     units = draw(st.integers(43, 83))
-    build.system(_text_of_units("", draw(unicode_text(min_size=1, max_size=8)), units - len(token(by_count) + " ")))
+    build.system(draw(text_of_units(units - len(token(by_count) + " "), draw(st.sampled_from(UNIT_SHAPES)))))
     by_bytes = draw(st.integers(0, 2))
     for _ in range(by_bytes):
         (build.user if draw(st.booleans()) else build.assistant)(draw(short_texts()))

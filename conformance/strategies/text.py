@@ -15,6 +15,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from conformance.models.js_text import utf16_units
+
 # Characters (and grapheme clusters) worth having in every generated text.
 SPECIAL_TEXTS: tuple[str, ...] = (
     "\n",
@@ -107,3 +109,55 @@ def json_arguments() -> st.SearchStrategy[str]:
 def prompts() -> st.SearchStrategy[str]:
     """A user message as the gateway would send it: multi-line unicode, sometimes empty."""
     return unicode_text(max_size=80)
+
+
+# ---------------------------------------------------------------------------- lengths at a floor
+
+#: What a text measured in UTF-16 units is made of where a length meets a floor or a cap: the kit's
+#: usual unicode mix, astral characters (one code point, two units: a count in code points comes out
+#: short), lone surrogates (one unit each; a high one followed by a low one reads as a pair in UTF-16
+#: but stays two code points), or combining sequences (a base and its marks: one glyph, a unit a code
+#: point). Lone surrogates cannot cross a UTF-8 wire (protobuf, or a gateway forwarding them): draw
+#: them only where the text goes to the target's code directly.
+UNIT_SHAPES: tuple[str, ...] = ("mixed", "astral", "lone_surrogates", "combining")
+WIRE_SAFE_SHAPES: tuple[str, ...] = tuple(s for s in UNIT_SHAPES if s != "lone_surrogates")
+
+_ASTRAL = st.characters(min_codepoint=0x10000, max_codepoint=0x10FFFF, codec="utf-8")
+_LONE = st.integers(0xD800, 0xDFFF).map(chr)
+_SPLIT_PAIR = st.tuples(st.integers(0xD800, 0xDBFF), st.integers(0xDC00, 0xDFFF)).map(lambda p: chr(p[0]) + chr(p[1]))
+_COMBINING = st.tuples(
+    st.sampled_from(string.ascii_letters), st.lists(st.integers(0x300, 0x36F).map(chr), min_size=1, max_size=3)
+).map(lambda p: p[0] + "".join(p[1]))
+_PIECES: dict[str, st.SearchStrategy[str]] = {
+    "astral": _ASTRAL,
+    "lone_surrogates": st.one_of(_LONE, _SPLIT_PAIR, st.sampled_from(string.ascii_letters)),
+    "combining": _COMBINING,
+}
+
+
+def around(*floors: int) -> tuple[int, ...]:
+    """Each floor, one under it and one over it (in that order: the floor itself first)."""
+    return tuple(length for floor in floors for length in (floor, floor - 1, floor + 1))
+
+
+@st.composite
+def text_of_units(draw: st.DrawFn, units: int, shape: str, head: str = "") -> str:
+    """``head``, then a text of ``shape`` (:data:`UNIT_SHAPES`), ``units`` UTF-16 units in all: a few
+    drawn pieces repeated, an ASCII ``x`` where the next character would overshoot."""
+    if shape == "mixed":
+        pieces = [draw(unicode_text(min_size=1, max_size=8))]
+    else:
+        pieces = draw(st.lists(_PIECES[shape], min_size=1, max_size=8))
+        if shape == "lone_surrogates":
+            pieces.insert(0, draw(_LONE))  # at least one surrogate with no partner drawn beside it
+    out, used, index = [head], utf16_units(head), 0
+    filler = "".join(pieces)
+    while used < units:
+        char = filler[index % len(filler)]
+        index += 1
+        size = utf16_units(char)
+        if used + size > units:
+            char, size = "x", 1
+        out.append(char)
+        used += size
+    return "".join(out)

@@ -168,8 +168,25 @@ def garbage_calls(draw: st.DrawFn, target: Target) -> Case:
     return {"calls": calls}
 
 
+#: The reads of one poll of a turn, in the order a client makes them: generator metadata, steps (at
+#: offset 0 and at the case's offsets) and the run status. Real clients differ in that order.
+POLL_READS = ("metadata", "steps", "status")
+
+
+@st.composite
+def _play(draw: st.DrawFn, chunks: int) -> dict[str, Any]:
+    """How the client polls one turn: its reads in some order every poll and, half the time, no run
+    status until two polls after the last chunk shows (a client that reads metadata and steps until
+    they stop growing): its first status read then meets a complete turn, which must still say RUNNING."""
+    order = draw(st.permutations(POLL_READS))
+    return {"order": list(order), "status_from": draw(st.sampled_from([0, chunks + 2]))}
+
+
 @st.composite
 def stateful_cases(draw: st.DrawFn, target: Target) -> Case:
+    """Scripted turns (each chunk a second apart on the manual clock) and how the client polls each
+    (:func:`_play`); the cascade's end: none, expiring after its last turn (``expire_after``), or a
+    last Send the scenario answers with the ``expired`` fault, which ends the cascade there."""
     chunk = st.one_of(
         unicode_text(min_size=1, max_size=6).map(lambda t: {"text": t}),
         unicode_text(min_size=1, max_size=6).map(lambda t: {"thinking": t}),
@@ -185,6 +202,11 @@ def stateful_cases(draw: st.DrawFn, target: Target) -> Case:
         {"chunks": st.lists(chunk, min_size=1, max_size=5), "records": st.lists(usage, max_size=3)}
     )
     turns: list[dict[str, Any]] = draw(st.lists(turn, min_size=1, max_size=3))
-    if draw(st.booleans()):
+    plays = [draw(_play(len(t["chunks"]))) for t in turns]
+    ending = draw(st.sampled_from(["none", "expire_after", "expired_fault"]))
+    if ending == "expire_after":
         turns[-1] = {**turns[-1], "expire_after": True}
-    return {"scenario": {"turns": turns}, "offsets": draw(st.lists(st.integers(0, 12), min_size=1, max_size=4))}
+    elif ending == "expired_fault":
+        turns.append({"chunks": [], "records": [], "fault": {"kind": "expired"}})
+    offsets = draw(st.lists(st.integers(0, 12), min_size=1, max_size=4))
+    return {"scenario": {"turns": turns}, "offsets": offsets, "plays": plays}

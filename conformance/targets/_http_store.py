@@ -157,6 +157,13 @@ class HttpStore:
                 + self._scope_hint()
             )
             raise PreconditionNotMet(self._no_store)
+        if not_served(answer):
+            self._no_store = (
+                f"the gateway serves no stored responses: GET /v1/responses/{entry} answered {_served_as(answer)} "
+                "to its owner right after POST /v1/responses stored it, and the STORE properties read what a store "
+                "kept and served back there"
+            )
+            raise PreconditionNotMet(self._no_store)
         self._store_seen = True
         if (
             owner.signal is not None
@@ -209,14 +216,14 @@ class HttpStore:
         return {"messages": items, "answer": answer}
 
     def _input_items(self, id: str, key: Caller) -> list[Any] | None:
-        """Every page of the entry's input items; None when the gateway does not serve them (404 while
-        the entry itself answers)."""
+        """Every page of the entry's input items; None when the gateway does not serve them (its first page
+        answered as :func:`not_served` says, while the entry itself answers)."""
         items: list[Any] = []
         after: str | None = None
         while True:
             params = {"limit": str(_PAGE), "order": "asc", **({"after": after} if after else {})}
             page = self._request("GET", f"/v1/responses/{id}/input_items", key, params=params)
-            if page.status_code in (404, 405, 501) and not items:
+            if not items and not_served(page):
                 return None
             listing = self._ok(page, f"GET /v1/responses/{id}/input_items")
             data = listing.get("data")
@@ -283,6 +290,35 @@ class HttpStore:
         if answer.status_code != 200 or not isinstance(body, dict):
             raise TargetError(self._describe(f"{what} answered {answer.status_code}: {answer.text[:500]}"))
         return body
+
+
+#: How a gateway declines a read it does not offer: not found, a method it does not allow, not implemented.
+NOT_SERVED_STATUSES = (404, 405, 501)
+
+
+def not_served(answer: _transport.Response) -> bool:
+    """Whether ``answer`` says the gateway does not serve the read it answers: one of
+    :data:`NOT_SERVED_STATUSES`, or a 200 whose body is no JSON and does not claim to be (a catch-all
+    route's page). A 200 that claims JSON and does not parse is a broken answer, not a missing route."""
+    if answer.status_code in NOT_SERVED_STATUSES:
+        return True
+    declared = answer.headers.get("content-type", "").partition(";")[0].strip().lower()
+    return answer.status_code == 200 and not declared.endswith("json") and not _parses(answer)
+
+
+def _served_as(answer: _transport.Response) -> str:
+    if answer.status_code != 200:
+        return f"{answer.status_code} ({excerpt_body(_json(answer) or answer.text)})"
+    kind = answer.headers.get("content-type") or "no content type"
+    return f"200 with a body that is not JSON ({kind}: {answer.text[:80]!r})"
+
+
+def _parses(answer: _transport.Response) -> bool:
+    try:
+        answer.json()
+    except ValueError:
+        return False
+    return True
 
 
 def _text_units(value: Any) -> int:

@@ -8,7 +8,7 @@ This package imports nothing else of the engine.
 from __future__ import annotations
 
 from engine.sessions.items import History, ImageAttachment, Item, Message, ToolCall, ToolResult, item_from_json
-from engine.sessions.log import SessionLog, default_log_path
+from engine.sessions.log import SessionLog, SessionLogWriteRefused, default_log_path
 from engine.sessions.lowering import Capabilities, lower_cascade_messages
 from engine.sessions.pruning import PruneConfig
 from engine.sessions.session import Session
@@ -23,6 +23,7 @@ __all__ = [
     "PruneConfig",
     "Session",
     "SessionLog",
+    "SessionLogWriteRefused",
     "ToolCall",
     "ToolResult",
     "compaction_input",

@@ -45,6 +45,11 @@ class SessionLogError(Exception):
         self.recovered = recovered
 
 
+class SessionLogWriteRefused(RuntimeError):
+    """A record a write needs is taken already (another writer's, or one this log counted wrong): the write is
+    refused whole, nothing of it is on disk, and the history operation it logs does not happen."""
+
+
 def default_log_path() -> Path:
     """``$XDG_STATE_HOME/cascade-engine/sessions.db``, or under ``~/.local/state`` (a relative XDG path is ignored)."""
     state = os.environ.get("XDG_STATE_HOME", "")
@@ -167,7 +172,9 @@ class SessionLog:
             conn.execute("COMMIT")
         except sqlite3.IntegrityError as exc:
             _rollback(conn)
-            raise RuntimeError(f"session {session_id!r}: record {first_seq} was written by another writer") from exc
+            raise SessionLogWriteRefused(
+                f"session {session_id!r}: record {first_seq} was written by another writer"
+            ) from exc
         except BaseException:
             _rollback(conn)
             raise

@@ -5,7 +5,9 @@ SQLite session log in a temporary folder, so ``session.restore`` is a restart fr
 commit, the log's own SQLite connection refuses every row write (an authorizer denying INSERT, UPDATE and
 DELETE, as a read-only or failing database would), so the engine's log write begins its transaction, has
 its INSERT refused, rolls back and raises, and the history's commit raises with it. Nothing else is
-replaced; the file is untouched and the connection is as before once the commit returns.
+replaced; the file is untouched and the connection is as before once the commit returns. Any other commit
+whose durable write fails (the log refuses it) answers ``failed`` too, as the HTTP front answers such a
+commit with an error: the history is as before, and ATT-1 fails it, never a crash.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from engine.sessions import (
     PruneConfig,
     Session,
     SessionLog,
+    SessionLogWriteRefused,
     compaction_input,
     exploration_view,
     item_from_json,
@@ -50,7 +53,10 @@ class SessionOperations:
         history = self._open_session().history
         parsed = [item_from_json(item) for item in items]
         if not fail_log_write:
-            history.commit(*parsed)
+            try:
+                history.commit(*parsed)
+            except (SessionLogWriteRefused, sqlite3.Error) as exc:  # its durable write failed, and the commit with it
+                return {"failed": f"{type(exc).__name__}: {exc}"}
             return {}
         assert self._session_log is not None
         try:

@@ -13,6 +13,8 @@ A fresh cascade gets the whole framing::
 
     User: <current text>
 
+or, framed on one line (``FGW_FRAMING=one-line``), the turns as
+``User: <history turn> | Assistant: <history turn> | User: <current text>``.
 A resumed cascade gets only the current text. Bodies are never escaped. The history budget
 (``CASCADE_MAX_HISTORY_BYTES``, UTF-16 units) keeps whole turns newest first, the newest history turn
 always; a turn costs what it would cost wrapped in a ``<human>``/``<assistant>`` block with its
@@ -157,9 +159,16 @@ def _image_parts(entries: Sequence[Entry]) -> int:
 
 
 def build_fresh(
-    model: str, conversation: Conversation, tools: tuple[ToolSpec, ...], limits: Limits, *, attach_history: bool
+    model: str,
+    conversation: Conversation,
+    tools: tuple[ToolSpec, ...],
+    limits: Limits,
+    *,
+    attach_history: bool,
+    one_line: bool = False,
 ) -> Built:
-    """The full framing for a fresh cascade (the conversation has a current user entry)."""
+    """The full framing for a fresh cascade (the conversation has a current user entry); ``one_line``:
+    the turns on one line, ``User: TEXT | Assistant: TEXT | User: TEXT``, not a block each."""
     entries = conversation.entries
     current = conversation.current_index()
     history, trailing = entries[:current], entries[current + 1 :]
@@ -183,7 +192,7 @@ def build_fresh(
     lines = [render_line(history[index], markers.get(index, {})) for index in range(first, len(history))]
     lines.append(f"User: {text_of(entries[current].content)}")
     lines.extend(render_line(entry, {}) for entry in trailing)
-    text = "\n".join(head) + "\n\n" + "\n\n".join(lines)
+    text = "\n".join(head) + "\n\n" + (" | " if one_line else "\n\n").join(lines)
     return Built(text, images + [picture for _, _, picture in picked], len(picked), drops)
 
 

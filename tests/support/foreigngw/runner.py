@@ -193,7 +193,12 @@ class Runner:
                 return polled, pooled.cascade_id, pooled.generator_offset, built.text
         attach = not tools and not self._settings.defect("history-image-placeholder")
         built = build_fresh(
-            request.model, self._as_sent(request.conversation), request.tools, self._limits, attach_history=attach
+            request.model,
+            self._as_sent(request.conversation),
+            request.tools,
+            self._limits,
+            attach_history=attach,
+            one_line=self._settings.framing == "one-line",
         )
         if any(built.dropped.values()) or built.attached:
             counts = " ".join(f"{k}={v}" for k, v in built.dropped.items())

@@ -29,6 +29,8 @@ from tests.support.foreigngw.store import ResponseStore
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
 _RESPONSE_PATH = re.compile(r"^/v1/responses/([^/]+)$")
+_INPUT_ITEMS_PATH = re.compile(r"^/v1/responses/[^/]+/input_items$")
+_CATCH_ALL_PAGE = b"<!doctype html><html><head><title>FGW</title></head><body>FGW console</body></html>\n"
 
 
 class App:
@@ -155,9 +157,28 @@ class Handler(BaseHTTPRequestHandler):
             )
             return
         found = _RESPONSE_PATH.match(path)
+        if _INPUT_ITEMS_PATH.match(path) and self.app.store is not None:
+            self._decline_input_items()
+            return
         if found is None or self.app.store is None:
             raise not_found()
         responses.handle_get(self.app.store, self._read_caller(key), found.group(1), self)
+
+    def _decline_input_items(self) -> None:
+        """It serves no input_items; FGW_INPUT_ITEMS says how it declines them."""
+        answer = self.app.settings.input_items
+        if answer == "405":
+            self.json(405, error_body("Method Not Allowed", "invalid_request_error", None), {"Allow": "POST"})
+        elif answer == "501":
+            self.json(501, error_body("input_items are not implemented", "not_implemented", "not_implemented"))
+        elif answer == "page":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(_CATCH_ALL_PAGE)))
+            self.end_headers()
+            self.wfile.write(_CATCH_ALL_PAGE)
+        else:
+            raise not_found()
 
     def _delete(self, key: str, path: str) -> None:
         found = _RESPONSE_PATH.match(path)

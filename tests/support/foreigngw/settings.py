@@ -35,6 +35,12 @@ DEFECTS = frozenset(
     }
 )
 PERSONALITIES = ("full", "lean", "scoped")
+#: How a fresh prompt frames its turns: one block per turn, a blank line between (``lines``), or every
+#: turn on one line, ``User: TEXT | Assistant: TEXT | ...`` (``one-line``).
+FRAMINGS = ("lines", "one-line")
+#: How ``GET /v1/responses/{id}/input_items``, which it does not serve, is declined: 404 (no such route),
+#: 405 (method not allowed), 501 (not implemented), or ``page``: a catch-all route's 200 HTML page.
+INPUT_ITEMS_ANSWERS = ("404", "405", "501", "page")
 
 
 class SettingsError(ValueError):
@@ -66,6 +72,8 @@ class Settings:
     polling: bool = False
     # Where a bodyless request carries its per-user signal (scoped personality): header or query, and the name.
     read_scope: tuple[str, str] = ("header", "x-response-user")
+    framing: str = "lines"
+    input_items: str = "404"
 
     @property
     def full(self) -> bool:
@@ -133,6 +141,14 @@ def _read_scope(env: Mapping[str, str]) -> tuple[str, str]:
     return where, name.lower() if where == "header" else name
 
 
+def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
+    """One of ``choices`` (the first when unset)."""
+    raw = env.get(name, "").strip() or choices[0]
+    if raw not in choices:
+        raise SettingsError(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
+    return raw
+
+
 def load_settings(env: Mapping[str, str]) -> Settings:
     """The settings ``env`` describes. ``FGW_DATA_DIR`` and ``FGW_SKIP_DOTENV`` are accepted and
     otherwise ignored (this gateway keeps nothing on disk and reads no dotenv file)."""
@@ -159,4 +175,6 @@ def load_settings(env: Mapping[str, str]) -> Settings:
         read_scope=_read_scope(env),
         busy_every=_count(env, "FGW_BUSY_EVERY", 0, allow_zero=True),
         polling=_switch(env, "FGW_POLLING"),
+        framing=_choice(env, "FGW_FRAMING", FRAMINGS),
+        input_items=_choice(env, "FGW_INPUT_ITEMS", INPUT_ITEMS_ANSWERS),
     )
