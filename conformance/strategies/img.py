@@ -201,13 +201,16 @@ def _images_in(message: dict[str, Any]) -> bool:
 
 @st.composite
 def with_a_long_shaped_turn(draw: st.DrawFn, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``messages`` with the newest history turn's content replaced by one long text of astral characters
-    or combining sequences (200 to 1200 UTF-16 units): astral ones put the history budget's floor where a
-    count in code points and one in UTF-16 units part by hundreds, more than a turn's worth."""
+    """``messages`` with one long text of astral characters or combining sequences (200 to 1200 UTF-16
+    units) opening the newest history turn, whose images stay: astral ones put the history budget's floor
+    where a count in code points and one in UTF-16 units part by hundreds, more than a turn's worth."""
     if len(messages) < 2:
         return messages
     text = draw(st.tuples(st.integers(200, 1200), st.sampled_from(_SHAPES)).flatmap(lambda p: text_of_units(*p)))
-    return [*messages[:-2], {**messages[-2], "content": text}, messages[-1]]
+    turn = messages[-2]
+    content = turn.get("content")
+    opened = [{"type": "text", "text": text}, *content] if isinstance(content, list) else text + str(content or "")
+    return [*messages[:-2], {**turn, "content": opened}, messages[-1]]
 
 
 def cases(
@@ -220,10 +223,11 @@ def cases(
     @st.composite
     def strategy(draw: st.DrawFn, target: Target) -> Case:
         fixed = fixed_env(target)
+        at_floor = fixed is None and draw(st.integers(0, 2)) > 0
         messages = draw(conversations(min_turns=2, refused=refused))
         drawn = draw(env) if fixed is None else fixed
         tool_preamble, native_mode = draw(wire)
-        if fixed is None and ENV_HISTORY in drawn and draw(st.integers(0, 2)) > 0:
+        if at_floor and ENV_HISTORY in drawn:
             messages = draw(with_a_long_shaped_turn(messages))
             drawn = {**drawn, **draw(at_history_floor(messages))}
         return {
