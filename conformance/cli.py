@@ -15,10 +15,9 @@ from conformance.interrupts import InterruptWatch, exit_code_of, say_still_stopp
 from conformance.jobs import parse_jobs
 from conformance.options import HTTP_FLAGS
 from conformance.profiles import PROFILES, shrink_budget
-from conformance.program import kit_program
+from conformance.program import EXIT_OK, EXIT_USAGE, kit_program
 from conformance.shards import parse_shard
 
-EXIT_OK, EXIT_UNEXPECTED, EXIT_USAGE = 0, 1, 2
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # what a shell reports for a process a closed pipe ended
 DEFAULT_REPORT = Path("reports/conformance")
 DEFAULT_REPLAY_REPORT = Path("reports/replay")
@@ -186,7 +185,10 @@ def _dispatch(args: argparse.Namespace, watch: InterruptWatch) -> int:
     if args.command in ("list", "operations"):
         from conformance.listing import list_catalogue, list_operations
 
-        list_operations(args.json) if args.command == "operations" else list_catalogue()
+        if args.command == "operations":
+            list_operations(args.json)
+        else:
+            list_catalogue()
         return EXIT_OK
     from conformance import commands
     from conformance.runner import hypothesis_storage

@@ -20,10 +20,16 @@ from conformance.example_db import ExampleDatabase
 from conformance.interrupts import InterruptWatch
 from conformance.jobs import jobs_for
 from conformance.judging import judge
-from conformance.known_failures import KnownFailure, apply_known_failure, load_known_failures
+from conformance.known_failures import (
+    KnownFailure,
+    apply_known_failure,
+    load_known_failures,
+    pinned_case,
+    pinned_cases,
+)
 from conformance.options import given_words, http_values
 from conformance.parallel import WorkerSetup, judged_in_workers
-from conformance.program import kit_program
+from conformance.program import EXIT_INTERRUPTED, EXIT_OK, EXIT_UNEXPECTED, kit_program
 from conformance.properties import Property, properties
 from conformance.report import (
     RunInfo,
@@ -31,16 +37,13 @@ from conformance.report import (
     detail_line,
     kit_version,
     now_utc,
-    replay_command,
+    replay_for,
     summary_line,
     target_callers,
     waiting_line,
 )
 from conformance.result_json import result_from_json, result_to_json
 from conformance.run_reports import (
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    EXIT_UNEXPECTED,
     RunRecord,
     WrittenReports,
     clear_report,
@@ -134,7 +137,7 @@ def _run_with_logging_set(args: argparse.Namespace, watch: InterruptWatch) -> in
     )
     info = replace(info, shrink_budget_s=budget)
     jobs = min(jobs_for(args.jobs, target.kind), len(chosen))
-    setup = _worker_setup(args, options, known) if jobs > 1 else None
+    setup = _worker_setup(args, options, known, examples) if jobs > 1 else None
     results, stopped, gone = _run_chosen(chosen, target, options, known, examples, watch, (setup, jobs))
     with watch.shield():  # a signal now must not cut short the report of what finished
         return _report(args, target, results, replace(info, interrupted=stopped), gone, watch)
@@ -198,16 +201,20 @@ def _run_chosen(
     return results, stopped, gone
 
 
-def _worker_setup(args: argparse.Namespace, options: RunOptions, known: dict[str, KnownFailure]) -> WorkerSetup:
+def _worker_setup(
+    args: argparse.Namespace,
+    options: RunOptions,
+    known: dict[str, KnownFailure],
+    examples: ExampleDatabase,
+) -> WorkerSetup:
     return WorkerSetup(
         target_spec=args.target,
         call_timeout_s=args.call_timeout,
         http=_http_options(args),
         options=options,
         known=known,
-        pinned={inv_id: read_case(k.case).case for inv_id, k in known.items() if k.case is not None},
-        example_db=args.example_db or args.report / "examples",
-        target_words=_target_words(args),
+        pinned=pinned_cases(known),
+        examples=examples,
         cache_dir=args.cache_dir or args.report / "hypothesis",
         log_level=args.log_level,
     )
@@ -381,8 +388,7 @@ def _run_one(
     examples: ExampleDatabase,
     checkpoint: Callable[[], None],
 ) -> Result:
-    pinned = read_case(known.case).case if known is not None and known.case else None
-    result = judge(prop, target, options, pinned=pinned, examples=examples, checkpoint=checkpoint)
+    result = judge(prop, target, options, pinned=pinned_case(known), examples=examples, checkpoint=checkpoint)
     return apply_known_failure(result, known)
 
 
@@ -432,6 +438,5 @@ def save_case(args: argparse.Namespace) -> int:
     saved = read_case(source)  # refuses anything that is not a case file
     args.out.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, args.out)
-    target = f" {shlex.join(saved.target_args)}" if saved.target_args else ""
-    print(f"saved {args.out} (replay: {replay_command(args.out, None, target, kit_program())})")
+    print(f"saved {args.out} (replay: {replay_for(args.out, saved.target_args, kit_program())})")
     return EXIT_OK

@@ -18,8 +18,9 @@ from typing import Any
 
 import jsonschema
 
+from conformance.cases import read_case
 from conformance.catalogue import CATALOGUE
-from conformance.properties import properties
+from conformance.properties import Case, properties
 from conformance.runner import Result, Status
 
 _SCHEMA: dict[str, Any] = {
@@ -53,6 +54,18 @@ class KnownFailure:
     id: str
     reason: str
     case: Path | None = None
+
+
+def pinned_case(known: KnownFailure | None) -> Case | None:
+    """The case a listed invariant is pinned to (``case:``), read from its file: the one case it is judged on;
+    None when it is not listed or not pinned. Raises :class:`conformance.cases.CaseFileError` for a file that is
+    not a case file."""
+    return read_case(known.case).case if known is not None and known.case is not None else None
+
+
+def pinned_cases(known: dict[str, KnownFailure]) -> dict[str, Case]:
+    """:func:`pinned_case` of every listed invariant that is pinned."""
+    return {inv_id: case for inv_id, k in known.items() if (case := pinned_case(k)) is not None}
 
 
 def load_known_failures(path: Path) -> dict[str, KnownFailure]:

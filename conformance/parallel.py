@@ -26,7 +26,7 @@ from conformance.errors import GatewayGone, TargetError
 from conformance.example_db import ExampleDatabase
 from conformance.judging import judge
 from conformance.known_failures import KnownFailure, apply_known_failure
-from conformance.properties import properties
+from conformance.properties import Case, properties
 from conformance.result_json import result_from_json, result_to_json
 from conformance.runner import Result, RunOptions, hypothesis_storage
 from conformance.targets import HttpOptions, Target, load_target
@@ -42,9 +42,8 @@ class WorkerSetup:
     http: HttpOptions | None
     options: RunOptions
     known: dict[str, KnownFailure]
-    pinned: dict[str, dict[str, Any]]
-    example_db: Path
-    target_words: tuple[str, ...]
+    pinned: dict[str, Case]
+    examples: ExampleDatabase
     cache_dir: Path
     log_level: str
 
@@ -117,10 +116,9 @@ def _work(setup: WorkerSetup, tasks: Any, answers: Any) -> None:
     for name in ("engine", "fakels"):
         logging.getLogger(name).setLevel(setup.log_level)
     target = _OPEN["target"] = load_target(setup.target_spec, call_timeout_s=setup.call_timeout_s, http=setup.http)
-    examples = ExampleDatabase(setup.example_db, setup.target_words)
     try:
         while (invariant := tasks.get()) is not None:
-            answers.put(_judged(setup, target, examples, invariant))
+            answers.put(_judged(setup, target, invariant))
     finally:
         _OPEN.clear()
         target.close()
@@ -139,11 +137,15 @@ def _exit_on_term(signum: int, frame: FrameType | None) -> None:
     os._exit(128 + signum)
 
 
-def _judged(setup: WorkerSetup, target: Target, examples: ExampleDatabase, invariant: str) -> tuple[str, str, Any]:
+def _judged(setup: WorkerSetup, target: Target, invariant: str) -> tuple[str, str, Any]:
     try:
         with hypothesis_storage(setup.cache_dir):
             result = judge(
-                properties()[invariant], target, setup.options, pinned=setup.pinned.get(invariant), examples=examples
+                properties()[invariant],
+                target,
+                setup.options,
+                pinned=setup.pinned.get(invariant),
+                examples=setup.examples,
             )
     except GatewayGone as gone:
         return invariant, "gone", str(gone)

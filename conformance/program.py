@@ -10,6 +10,10 @@ from pathlib import Path
 
 PROGRAM = "cascade-conformance"
 
+# What the command exits with; a stop signal adds its own: 130 (SIGINT), 143 (SIGTERM).
+EXIT_OK, EXIT_UNEXPECTED, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # a run a SIGINT stopped
+
 
 def kit_program() -> str:
     """The kit's command as the user can run it, so the commands a report prints run as printed:

@@ -239,15 +239,15 @@ def _http_options(config: pytest.Config, spec: str) -> HttpOptions | None:
 
 
 def _known_failures(config: pytest.Config) -> tuple[dict[str, KnownFailure], dict[str, Case]]:
-    from conformance.cases import CaseFileError, read_case
-    from conformance.known_failures import KnownFailuresError, load_known_failures
+    from conformance.cases import CaseFileError
+    from conformance.known_failures import KnownFailuresError, load_known_failures, pinned_cases
 
     path = config.getoption("--cascade-known-failures")
     if not path:
         return {}, {}
     try:
         known = load_known_failures(Path(config.invocation_params.dir, path))
-        pinned = {inv_id: read_case(k.case).case for inv_id, k in known.items() if k.case is not None}
+        pinned = pinned_cases(known)
     except (KnownFailuresError, CaseFileError) as exc:
         raise pytest.UsageError(f"--cascade-known-failures: {_one_line(exc)}") from None
     return known, pinned
@@ -395,9 +395,9 @@ class InvariantItem(pytest.Item):
 
 def _replay_line(case_path: Path, target_words: tuple[str, ...]) -> str:
     from conformance.program import kit_program
-    from conformance.report import replay_command
+    from conformance.report import replay_for
 
-    return replay_command(case_path, None, f" {shlex.join(target_words)}", kit_program())
+    return replay_for(case_path, target_words, kit_program())
 
 
 _RESULT_PROPERTY = "cascade_result"  # an item's verdict as JSON (conformance.result_json), taken off its report

@@ -114,6 +114,12 @@ def replay_command(case_path: Path, target: str | None, target_flags: str = "", 
     return f"{program} {shlex.join(parts)}{target_flags}"
 
 
+def replay_for(case_path: Path, target_words: tuple[str, ...], program: str = PROGRAM) -> str:
+    """The command that replays one case against the target ``target_words`` reach (``--target`` and its
+    options; none: the reference): :func:`replay_command` of the same case and target."""
+    return f"{program} {shlex.join(['replay', str(case_path), *target_words])}"
+
+
 def counterexample_heading(shrunk: bool, cut_short: bool = False) -> str:
     """``Minimal counterexample``, or what the case is when it was not shrunk, or when shrinking was cut
     short at the shrink budget (the report's and the pytest plugin's wording)."""

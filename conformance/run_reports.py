@@ -9,19 +9,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from conformance.program import PROGRAM
+from conformance.program import EXIT_OK, EXIT_UNEXPECTED, EXIT_USAGE, PROGRAM
 from conformance.report import (
     RunInfo,
-    replay_command,
+    replay_for,
     save_failure_cases,
     write_junit,
     write_markdown,
 )
 from conformance.results_document import results_document, write_results
 from conformance.runner import Result
-
-EXIT_OK, EXIT_UNEXPECTED, EXIT_USAGE = 0, 1, 2
-EXIT_INTERRUPTED = 130  # a run a SIGINT stopped (SIGTERM: 143)
 
 # What a run writes in its report folder; a new run removes an earlier run's (and nothing else) first.
 REPORT_FILES = ("report.md", "junit.xml", "results.json", "gateway-output.log")
@@ -77,7 +74,7 @@ class RunRecord:
 
     def replay(self, case_path: Path) -> str:
         """The command that replays ``case_path`` against this run's target."""
-        return replay_command(case_path, self.target_spec, self.target_flags, self.program)
+        return replay_for(case_path, self.target_words, self.program)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import shlex
 from pathlib import Path
 
 from conformance.catalogue import CATALOGUE
-from conformance.report import replay_command, save_failure_cases, write_markdown
+from conformance.report import replay_command, replay_for, save_failure_cases, write_markdown
 from conformance.runner import Failure, Result, Status
 
 FLAGS = " " + shlex.join(["--launch", "my-gateway --port {port}", "--ls-wiring", "spawn", "--api-key", "k 1"])
@@ -29,3 +29,10 @@ def test_the_markdown_report_replays_with_the_target_flags(tmp_path: Path) -> No
     report = write_markdown([result], tmp_path / "report.md", "a gateway", "http://127.0.0.1:0", cases, FLAGS)
     text = report.read_text(encoding="utf-8")
     assert replay_command(cases["SO-1"][0], "http://127.0.0.1:0", FLAGS) in text
+
+
+def test_the_replay_of_a_targets_words_is_the_replay_of_its_spec_and_options() -> None:
+    case = Path("my reports/cases/so-1.json")
+    assert replay_for(case, ()) == replay_command(case, None)
+    words = ("--target", "http://127.0.0.1:0", "--launch", "gw --port {port}", "--api-key", "k 1")
+    assert replay_for(case, words, "prog") == replay_command(case, words[1], " " + shlex.join(words[2:]), "prog")
