@@ -93,7 +93,7 @@ def nothing_to_answer(ending: str) -> list[dict[str, Any]]:
 
 # Argument values no JSON encoder escapes differently (no quotes, backslashes, controls or <>&).
 _PLAIN = st.text(
-    st.characters(codec="utf-8", categories=("L", "N", "Zs"), exclude_characters="<>&\u2028\u2029"),
+    st.characters(categories=("L", "N", "Zs"), exclude_characters="<>&\u2028\u2029"),
     min_size=1,
     max_size=20,
 ).filter(lambda s: s.strip() == s and s != "")

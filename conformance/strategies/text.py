@@ -42,9 +42,12 @@ SPECIAL_CHARS: tuple[str, ...] = tuple(
 )
 
 _ALPHABET = st.one_of(
-    st.characters(codec="utf-8"),  # anything UTF-8 can carry: no lone surrogates
+    # Anything UTF-8 can carry: every code point but the surrogates. Said as a category, not as
+    # codec="utf-8", which makes Hypothesis test all 1.1 million code points (over a second) in each
+    # process whose storage has not kept that answer yet: every fresh run, every worker.
+    st.characters(exclude_categories=("Cs",)),
     st.sampled_from(SPECIAL_CHARS),
-    st.characters(min_codepoint=0x10000, max_codepoint=0x10FFFF, codec="utf-8"),
+    st.characters(min_codepoint=0x10000, max_codepoint=0x10FFFF),
 )
 
 
@@ -122,7 +125,7 @@ def prompts() -> st.SearchStrategy[str]:
 UNIT_SHAPES: tuple[str, ...] = ("mixed", "astral", "lone_surrogates", "combining")
 WIRE_SAFE_SHAPES: tuple[str, ...] = tuple(s for s in UNIT_SHAPES if s != "lone_surrogates")
 
-_ASTRAL = st.characters(min_codepoint=0x10000, max_codepoint=0x10FFFF, codec="utf-8")
+_ASTRAL = st.characters(min_codepoint=0x10000, max_codepoint=0x10FFFF)
 _LONE = st.integers(0xD800, 0xDFFF).map(chr)
 _SPLIT_PAIR = st.tuples(st.integers(0xD800, 0xDBFF), st.integers(0xDC00, 0xDFFF)).map(lambda p: chr(p[0]) + chr(p[1]))
 _COMBINING = st.tuples(

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
 import traceback
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from conformance.errors import TargetError, TargetSpecError
@@ -69,6 +70,15 @@ class PythonTarget(DeclaredOperations):
         except Exception as exc:  # the implementation crashed: the target's fault, reported with its traceback
             raise TargetError(f"{self._description}: {op} raised {_crash(exc)}") from exc
         return check_result(op, result, self._description, observed(self.capabilities(op)))
+
+    @contextlib.contextmanager
+    def impatient(self) -> Iterator[None]:
+        """Calls in the block get the gateway's first answer to a rate limit, when the implementation itself
+        waits rate limits out (the reference reaches its gateway over HTTP, through the kit's HTTP client):
+        its own ``impatient()`` context manager, if it has one."""
+        own = getattr(self._impl, "impatient", None)
+        with own() if callable(own) else contextlib.nullcontext():
+            yield
 
     def close(self) -> None:
         closer = getattr(self._impl, "close", None)

@@ -8,7 +8,9 @@ real HTTP.
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from conformance.targets import CallerScope, HttpOptions, HttpTarget, ReadScope
@@ -65,6 +67,13 @@ class GatewayOperations:
     def gateway_chat(self, request: dict[str, Any], api_key: str, hang_up_after: int | None = None) -> dict[str, Any]:
         hang_up = {"hang_up_after": hang_up_after} if hang_up_after is not None else {}
         return self._http().call("gateway.chat", request=request, api_key=api_key, **hang_up)
+
+    @contextlib.contextmanager
+    def impatient(self) -> Iterator[None]:
+        """A rate limit the served gateway answers reaches the property as it came (a property judging how
+        the gateway passes one on), not waited out by the HTTP client in between."""
+        with self._http().impatient():
+            yield
 
     def gateway_respond(self, request: dict[str, Any], api_key: str) -> dict[str, Any]:
         return self._http().call("gateway.respond", request=request, api_key=api_key)
