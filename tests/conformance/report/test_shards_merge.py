@@ -4,6 +4,7 @@ which shard is missing, given twice, or another run's."""
 
 from __future__ import annotations
 
+import difflib
 import re
 from pathlib import Path
 
@@ -31,6 +32,18 @@ def _files(folder: Path) -> dict[str, str]:
     return seen
 
 
+def _differences(got: dict[str, str], want: dict[str, str]) -> str:
+    """Each file that differs, as a unified diff (want, then got), so a failure shows the lines themselves."""
+    shown = []
+    for name in sorted(set(got) | set(want)):
+        if got.get(name) != want.get(name):
+            lines = difflib.unified_diff(
+                want.get(name, "").splitlines(), got.get(name, "").splitlines(), "single run", "merged", lineterm=""
+            )
+            shown.append(f"{name}:\n" + "\n".join(lines))
+    return "\n".join(shown)
+
+
 def _shards(tmp_path: Path, count: int, capsys: pytest.CaptureFixture[str]) -> list[Path]:
     folders = []
     for index in range(1, count + 1):
@@ -49,7 +62,7 @@ def test_four_shards_merged_give_the_report_one_run_gives(tmp_path: Path, capsys
     assert main(["merge", *map(str, reversed(shards)), "--report", str(merged)]) == 1
     out = capsys.readouterr().out
     assert out.startswith(f"merged 4 shards: {', '.join(map(str, shards))}\n")
-    assert _files(merged) == _files(single)
+    assert not (differences := _differences(_files(merged), _files(single))), differences
     assert "cases/wire-1.json" in _files(merged)
 
 
