@@ -61,6 +61,7 @@ _seen: dict[str, str] = {}
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # no answer waits ~40 ms for a delayed ACK (Nagle) on a kept-alive connection
 
     def log_message(self, format: str, *args: Any) -> None:
         print(f"echo-gateway: {self.command} {self.path}", file=sys.stderr, flush=True)

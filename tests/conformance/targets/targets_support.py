@@ -279,6 +279,7 @@ class CannedHandler(BaseHTTPRequestHandler):
     records every request: ``(method, path, headers with lower-cased names, body)``."""
 
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # no answer waits ~40 ms for a delayed ACK (Nagle) on a kept-alive connection
     answers: dict[tuple[str, str], Canned] = {}
     received: list[tuple[str, str, dict[str, str], bytes]] = []
     scoped_by: str | None = None  # a bodyless request without this header is answered 404

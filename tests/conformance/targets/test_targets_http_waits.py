@@ -30,6 +30,7 @@ class _Queue(BaseHTTPRequestHandler):
     """Answers each request with the next queued answer; the last one stays."""
 
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # no answer waits ~40 ms for a delayed ACK (Nagle) on a kept-alive connection
     queue: list[tuple[int, dict[str, str], Any]] = []
     seen: list[str] = []
 
