@@ -4,12 +4,14 @@ engine's pure pieces and a played conversation), called directly in this process
 from __future__ import annotations
 
 import base64
+import contextlib
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from conformance.operations import OPERATIONS
+from conformance.targets import PythonTarget
 from conformance.targets.reference import REFERENCE_CSRF_TOKEN, ReferenceTarget, make_target
 from fakels.decoder import decode
 from fakels.proto.exa.codeium_common_pb import codeium_common_pb2 as common
@@ -340,3 +342,31 @@ def test_a_turn_whose_cascade_is_rejected_is_retried_on_fresh_cascades(reference
     assert played["turns"][1]["reuse_entry_invalidated"] is True
     sends = [e["status"] for e in reference.ls_journal(0)["entries"] if e["method"] == "SendUserCascadeMessage"]
     assert sends == ["OK", "NOT_FOUND", "NOT_FOUND", "FAILED_PRECONDITION", "OK"]
+
+
+def test_inside_impatient_a_rate_limit_of_the_served_gateway_comes_back_as_it_came() -> None:
+    """The reference reaches its gateway through the kit's HTTP client, which waits rate limits out: a property
+    judging how a rate limit is passed on (TURN-3) asks for the first answer through ``impatient()``, which the
+    python target forwards. Outside it, the LS's rate limit is waited out and the retry answered."""
+    target = PythonTarget(make_target(), "python:conformance.targets.reference:make_target")
+    limited = {
+        "rpc": "GetCascadeTrajectorySteps",
+        "call": 0,
+        "error_code": "RESOURCE_EXHAUSTED",
+        "error_message": "quota",
+    }
+    turn = {"chunks": [{"text": "answered"}], "records": [{"input_tokens": 5, "output_tokens": 3}]}
+    # Each limited turn is used up: the first request meets one, the second one too and then the answer.
+    scenario = {"turns": [{**turn, "overrides": [limited]}, {**turn, "overrides": [limited]}, turn]}
+    try:
+        served = target.call("ls.serve", scenario=scenario, manual_clock=False)
+        defaults = target.call("gateway.start", ls_address=served["address"], csrf_token=served["csrf_token"])
+        request = {"model": defaults["model"], "messages": [{"role": "user", "content": "hello"}], "stream": False}
+        key = defaults["api_keys"][0]
+        answers = []
+        for impatient in (True, False):
+            with target.impatient() if impatient else contextlib.nullcontext():
+                answers.append(target.call("gateway.chat", request=request, api_key=key)["status"])
+    finally:
+        target.close()
+    assert answers == [429, 200]
