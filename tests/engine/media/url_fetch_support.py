@@ -130,8 +130,8 @@ def _parse(head: bytes) -> Request:
 
 def _serve_one(server: RawServer, conn: socket.socket, stop: threading.Event) -> None:
     with conn:
-        conn.settimeout(5.0)
         try:
+            conn.settimeout(5.0)  # inside: the server's stop may close the connection first (EBADF)
             head = _read_head(conn)  # a TLS ClientHello never completes a head: the server stays silent
             if head is None:
                 return
