@@ -56,14 +56,10 @@ def pytest_configure(config: pytest.Config) -> None:
     toy properties into this process's registry, which a worker process would not see, and the suite's own
     workers already fill the machine. Subprocesses inherit it too."""
     os.environ.setdefault(JOBS_ENV, "1")
-    _keep_bytecode_apart()
+    _keep_bytecode_apart(config)
 
 
-# The folder this session keeps bytecode in, when the environment forbids writing it beside the sources.
-_PYCACHE: list[str] = []
-
-
-def _keep_bytecode_apart() -> None:
+def _keep_bytecode_apart(config: pytest.Config) -> None:
     """With PYTHONDONTWRITEBYTECODE set (some CI images set it), each of the hundreds of Python processes the
     suite starts (xdist workers, launched gateways, adapters, the command line) compiled the kit from source: a
     fifth of the suite's CPU. The session then keeps bytecode in a private temporary folder of its own, never
@@ -72,16 +68,11 @@ def _keep_bytecode_apart() -> None:
     if not sys.dont_write_bytecode:
         return
     prefix = tempfile.mkdtemp(prefix="cascade-kit-pycache-")
-    _PYCACHE.append(prefix)
+    config.add_cleanup(lambda: shutil.rmtree(prefix, ignore_errors=True))
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     os.environ["PYTHONPYCACHEPREFIX"] = prefix
     sys.dont_write_bytecode = False
     sys.pycache_prefix = prefix
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    for prefix in _PYCACHE:
-        shutil.rmtree(prefix, ignore_errors=True)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
