@@ -4,6 +4,7 @@ the kit launched is reaped, the report says where the run stopped, and the exit 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -71,7 +72,8 @@ def test_a_signal_at_any_stage_reaps_reports_where_and_exits_with_its_code(
     if stage == "report":
         env |= {"CASCADE_TEST_STALL_IN_REPORT": "1", "PYTHONPATH": f"{HOOKS}{os.pathsep}{ROOT}"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "conformance.cli", "run", "--report", str(report), *options],
+        # -X faulthandler: a kit that hangs is made to show where (SIGABRT dumps every thread's stack).
+        [sys.executable, "-X", "faulthandler", "-m", "conformance.cli", "run", "--report", str(report), *options],
         cwd=ROOT,
         env=env,
         stdout=(tmp_path / "stdout").open("wb"),
@@ -88,8 +90,12 @@ def test_a_signal_at_any_stage_reaps_reports_where_and_exits_with_its_code(
     try:
         code = proc.wait(timeout=_WAIT_S)
     except subprocess.TimeoutExpired:
+        os.kill(proc.pid, signal.SIGABRT)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=10)
         os.killpg(proc.pid, signal.SIGKILL)
-        pytest.fail(f"the kit did not stop within {_WAIT_S} s of the signal")
+        stacks = _text(tmp_path / "stderr")[-6000:]
+        pytest.fail(f"the kit did not stop within {_WAIT_S} s of the signal; where it was:\n{stacks}")
     err = _text(tmp_path / "stderr")
     assert code == 128 + signum, f"exit {code}:\n{err}"
     assert err.rstrip().endswith(stopped), err
