@@ -13,6 +13,7 @@ import os
 import signal
 import stat
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,21 @@ def ports_file(executable: Path) -> Path:
     return executable.with_name(executable.name + ".ports.json")
 
 
+def read_ports(executable: Path, *, wait_s: float = 10.0) -> dict[str, Any]:
+    """The report of the stand-in running as ``executable`` (:func:`ports_file`), waiting up to ``wait_s``
+    for it: a parent that sees the stand-in's port answer may ask before the report is written.
+    ``FileNotFoundError`` when none came in time."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            report: dict[str, Any] = json.loads(ports_file(executable).read_text(encoding="utf-8"))
+            return report
+        except FileNotFoundError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
+
+
 def run_standin(config: dict[str, Any], argv: list[str]) -> int:
     try:
         args = parse_ls_command_line(argv)
@@ -149,7 +165,10 @@ async def _serve(config: dict[str, Any], args: StandinArgs, scenario: Any) -> in
         "ignored_flags": list(args.ignored),
     }
     executable = Path(sys.argv[0]).resolve()
-    ports_file(executable).write_text(json.dumps(report), encoding="utf-8")
+    # Written beside and renamed into place: a reader sees the whole report or none, never a half-written one.
+    partial = ports_file(executable).with_suffix(f".{os.getpid()}.partial")
+    partial.write_text(json.dumps(report), encoding="utf-8")
+    partial.replace(ports_file(executable))
     print(f"fakels stand-in: serving gRPC on 127.0.0.1:{ports.grpc} (pid {os.getpid()})", file=sys.stderr, flush=True)
     await stop.wait()
     await server.stop()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import os
+import random
 import re
 import shlex
 import shutil
@@ -60,6 +61,9 @@ _STOP_GRACE_S = 5.0
 _POLL_S = 0.05
 # Where process states are read; a system without it (no /proc/self/stat) falls back to the null signal.
 _PROC = Path("/proc")
+# The range Linux hands out for port 0 (and outgoing connections); free_port picks from outside it.
+_EPHEMERAL_RANGE = _PROC / "sys" / "net" / "ipv4" / "ip_local_port_range"
+_FIRST_PICKED_PORT = 10000
 
 
 @dataclass(frozen=True)
@@ -142,12 +146,38 @@ def fill(text: str, values: Mapping[str, str]) -> str:
 
 
 def free_port(host: str = "127.0.0.1") -> int:
-    """A port the OS just handed out on loopback (closed again, so a child can bind it)."""
+    """A port free on loopback now (closed again, so a child can bind it).
+
+    Taken from outside the range the OS hands out for port 0 where that range is known: between this pick
+    and the child's bind, any process that binds port 0 (a busy machine runs many) could otherwise be handed
+    the very same port and answer in the gateway's place."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    for candidate in _outside_the_ephemeral_range():
+        with socket.socket(family) as sock:
+            try:
+                sock.bind((host, candidate))
+            except OSError:
+                continue
+            return candidate
     with socket.socket(family) as sock:
         sock.bind((host, 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def _outside_the_ephemeral_range(tries: int = 64) -> list[int]:
+    """``tries`` random ports from 10000 (below it live well-known services) up to the start of the ephemeral
+    range, or from above its end, whichever span is wider; none where the range cannot be read or neither
+    span holds ``tries`` ports."""
+    try:
+        low, high = (int(word) for word in _EPHEMERAL_RANGE.read_text(encoding="ascii").split())
+    except (OSError, ValueError):
+        return []
+    spans = [(lo, hi) for lo, hi in ((_FIRST_PICKED_PORT, low - 1), (high + 1, 65535)) if hi - lo >= tries]
+    if not spans:
+        return []
+    lo, hi = max(spans, key=lambda span: span[1] - span[0])
+    return random.SystemRandom().sample(range(lo, hi + 1), tries)
 
 
 class LaunchedGateway:

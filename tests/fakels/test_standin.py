@@ -7,15 +7,18 @@ import json
 import os
 import signal
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
+from conformance.targets._launch import free_port
 from fakels.demo import play_turn
 from fakels.journal import read_jsonl
 from fakels.scenario import Chunk, Scenario, Turn, scenario_to_document
-from fakels.standin import StandinUsageError, parse_ls_command_line, ports_file, write_standin
-from tests.support.procs import free_port, wait_for_grpc
+from fakels.standin import StandinUsageError, parse_ls_command_line, ports_file, read_ports, write_standin
+from tests.support.procs import wait_for_grpc
 
 GATEWAY_FLAGS = [
     "--api_server_url=https://server.self-serve.windsurf.com",
@@ -60,13 +63,15 @@ def test_stand_in_serves_and_journals_a_turn_like_the_ls(tmp_path: Path) -> None
         result = play_turn(f"127.0.0.1:{port}", "windsurf-api-csrf-fixed-token", "hi there")
         assert result.text == "from the stand-in"
         assert result.thinking == "plan"
-        report = json.loads(ports_file(binary).read_text(encoding="utf-8"))
+        report = read_ports(binary)
         assert report["grpc"] == port
         assert report["pid"] == proc.pid
         assert isinstance(report["control"], int)
         assert report["control"] > 0
         assert report["ignored_flags"] == GATEWAY_FLAGS
         assert report["csrf_token"] == "windsurf-api-csrf-fixed-token"
+        # The report was written beside and renamed into place: nothing half-written is left behind.
+        assert sorted(path.name for path in binary.parent.iterdir()) == [binary.name, ports_file(binary).name]
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
@@ -94,8 +99,7 @@ def test_stand_in_checks_the_token_it_was_given(tmp_path: Path) -> None:
         with pytest.raises(grpc.RpcError) as info:
             play_turn(f"127.0.0.1:{port}", "wrong", "hi")
         assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
-        # written once the fake serves; the refused call above came after that
-        assert json.loads(ports_file(binary).read_text(encoding="utf-8"))["csrf_token"] == "right"
+        assert read_ports(binary)["csrf_token"] == "right"
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
@@ -147,3 +151,20 @@ def test_ls_command_line(argv: list[str], port: int, token: str | None, ignored:
 def test_bad_ls_command_lines(argv: list[str], message: str) -> None:
     with pytest.raises(StandinUsageError, match=message):
         parse_ls_command_line(argv)
+
+
+def test_read_ports_waits_for_a_report_written_after_the_port_answers(tmp_path: Path) -> None:
+    binary = tmp_path / "ls"
+    later = threading.Timer(0.3, lambda: ports_file(binary).write_text(json.dumps({"pid": 7}), encoding="utf-8"))
+    later.start()
+    try:
+        assert read_ports(binary, wait_s=10) == {"pid": 7}
+    finally:
+        later.cancel()
+
+
+def test_read_ports_gives_up_after_its_wait(tmp_path: Path) -> None:
+    started = time.monotonic()
+    with pytest.raises(FileNotFoundError):
+        read_ports(tmp_path / "ls", wait_s=0.2)
+    assert 0.2 <= time.monotonic() - started < 5

@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import time
 from pathlib import Path
 
 from engine.cascade.spawn import answers_h2c
-
-
-def free_port() -> int:
-    """A port the OS just handed out on loopback (closed again, so a child can bind it)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def wait_for_grpc(address: str, proc: subprocess.Popen[bytes] | None = None, timeout_s: float = 25.0) -> None:

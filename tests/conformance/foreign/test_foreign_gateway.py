@@ -9,7 +9,6 @@ import json
 import os
 import select
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ import pytest
 from conformance.fixtures.images import image_block, png_b64, png_index
 from conformance.models import img
 from conformance.models.store import ARGUMENTS_TRUNCATION_JSON, NOTICE, TRUNCATION_MARKER, token, trace
+from conformance.targets._launch import free_port
 from fakels.scenario import Chunk, Fault, ResponseOverride, Scenario, ToolCall, Turn, Usage
 from fakels.server import FakeLSThread
 from tests.support.fake_ls import StartFakeLs
@@ -89,12 +89,6 @@ class Gateway:
         return code
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _env(fake: FakeLSThread, folder: Path, **extra: str) -> dict[str, str]:
     base = {
         "FGW_LS_ADDRESS": fake.address,
@@ -109,7 +103,7 @@ def _env(fake: FakeLSThread, folder: Path, **extra: str) -> dict[str, str]:
 
 
 def launch(fake: FakeLSThread, folder: Path, **extra: str) -> Gateway:
-    port = _free_port()
+    port = free_port()
     log_path = folder / f"foreigngw-{port}.log"
     with log_path.open("w", encoding="utf-8") as sink:
         proc = subprocess.Popen(

@@ -127,7 +127,8 @@ def run(
     examples: int = EXAMPLES,
 ) -> tuple[int, dict[str, str], str]:
     """``cascade-conformance run`` against a launched foreigngw (``gateway``: its settings; ``kit``: the
-    kit's own options for it); the exit code, each invariant's verdict word, and what it printed."""
+    kit's own options for it); the exit code, each invariant's verdict word, and what it printed (stdout,
+    then stderr if it wrote any)."""
     argv = [] if shrink else ["--no-shrink"]
     argv = ["run", *argv, "--target", "http://127.0.0.1:0", "--launch", f"{sys.executable} -m tests.support.foreigngw"]
     argv += ["--launch-cwd", str(REPO), *kit, "--only", only, "--report", str(tmp_path)]
@@ -135,13 +136,15 @@ def run(
     for pair in (*gateway, *env):
         argv += ["--launch-env", pair]
     code = main(argv)
-    out = capsys.readouterr().out
+    printed = capsys.readouterr()
     verdicts = {}
-    for line in out.splitlines():
+    for line in printed.out.splitlines():
         found = _VERDICT.match(line)
         if found:
             verdicts[found.group(1)] = "partial" if found.group(2) == "pass (partial" else found.group(2)
-    return code, verdicts, out
+    # A run that ended before its verdicts (a launch that failed) says why on stderr only.
+    said = f"{printed.out}\n[stderr]\n{printed.err}" if printed.err else printed.out
+    return code, verdicts, said
 
 
 @pytest.mark.parametrize("families", list(FULL))

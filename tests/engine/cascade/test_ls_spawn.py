@@ -18,7 +18,7 @@ from engine.cascade.spawn import ENV_ALLOWLIST, LsProcess, LsSpawnError, answers
 from fakels.journal import read_jsonl
 from fakels.proto.exa.language_server_pb import language_server_pb2 as ls
 from fakels.proto.exa.language_server_pb import language_server_pb2_grpc as ls_grpc
-from fakels.standin import ports_file, write_standin
+from fakels.standin import read_ports, write_standin
 from tests.engine.process_support import gone
 
 REPO = Path(__file__).resolve().parents[3]
@@ -79,7 +79,7 @@ def test_the_stand_in_serves_grpc_on_the_address_with_the_generated_token(tmp_pa
         with pytest.raises(grpc.RpcError) as wrong:
             _heartbeat(lsp.address, "not-the-token")
         assert wrong.value.code() == grpc.StatusCode.UNAUTHENTICATED
-        report = json.loads(ports_file(binary).read_text(encoding="utf-8"))
+        report = read_ports(binary)
         assert (report["pid"], report["grpc"]) == (lsp.pid, int(port))
         ignored = report["ignored_flags"]
         assert ignored[:3] == ["--api_server_url=http://127.0.0.1:1", "--run_child", "--enable_lsp"]
@@ -101,7 +101,7 @@ def test_a_given_token_extra_args_and_log_path_are_used(tmp_path: Path) -> None:
     with spawn_ls(binary, csrf_token="fixed-token", extra_args=["--detect_proxy=false"], log_path=log) as lsp:
         assert lsp.csrf_token == "fixed-token"
         _heartbeat(lsp.address, "fixed-token")
-        assert json.loads(ports_file(binary).read_text(encoding="utf-8"))["ignored_flags"][-1] == "--detect_proxy=false"
+        assert read_ports(binary)["ignored_flags"][-1] == "--detect_proxy=false"
     assert "serving gRPC" in log.read_text(encoding="utf-8")
     assert log.read_text(encoding="utf-8") == lsp.output()
 

@@ -22,6 +22,7 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
+from conformance.targets._launch import free_port
 from engine.cascade.client import LsEndpoint
 from engine.cascade.polling import PollSettings
 from engine.cascade.requests import ClientIdentity
@@ -43,13 +44,6 @@ USAGE = {"input_tokens": 11, "output_tokens": 4}
 @pytest.fixture(scope="module")
 def fake(start_module_fake_ls: StartFakeLs) -> FakeLSThread:
     return start_module_fake_ls(csrf_token=CSRF)
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
 
 
 def _options(fake: FakeLSThread, port: int = 0, **extra: object) -> ServeOptions:
@@ -179,7 +173,7 @@ def test_serve_answers_until_sigterm_then_stops_cleanly(
     fake: FakeLSThread, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     fake.journal.clear()
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     before = signal.getsignal(signal.SIGTERM)
     log = tmp_path / "sessions.db"
@@ -211,7 +205,7 @@ def test_a_stream_still_open_at_sigterm_is_cut_after_the_grace_period(
     not hold the shutdown (the grace period is shortened here to keep the test quick)."""
     monkeypatch.setattr(serve, "GRACEFUL_SHUTDOWN_S", 0.2)
     play(fake, {"chunks": [{"text": "late", "delay_s": 4}]})
-    options = _options(fake, _free_port())
+    options = _options(fake, free_port())
     url = f"http://127.0.0.1:{options.port}"
     first: list[str] = []
     sent: list[float] = []
@@ -256,7 +250,7 @@ def test_the_address_line_reaches_a_block_buffered_stdout_while_serving(
     host gets an IPv6 socket, and its address is bracketed in the URL."""
     written = io.BytesIO()
     monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(written, encoding="utf-8"))
-    options = _options(fake, _free_port(), host=host)
+    options = _options(fake, free_port(), host=host)
     url = f"http://127.0.0.1:{options.port}"
     seen: list[bytes] = []
 
@@ -278,7 +272,7 @@ def test_the_address_line_reaches_a_block_buffered_stdout_while_serving(
 
 
 def test_serve_spawns_its_language_server_and_stops_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    port = _free_port()
+    port = free_port()
     binary = write_standin(tmp_path / "bin" / "ls")
     options = ServeOptions(
         host="127.0.0.1",

@@ -23,7 +23,7 @@ import pytest
 from fakels.journal import read_jsonl
 from fakels.scenario import Chunk, Scenario, Turn, scenario_to_document
 from fakels.server import FakeLSThread
-from fakels.standin import ports_file, write_standin
+from fakels.standin import read_ports, write_standin
 from tests.engine.http.conftest import CSRF, MODEL, play, sends
 from tests.engine.process_support import gone, kill_standin_left_running
 
@@ -151,7 +151,7 @@ def test_spawn_serves_chat_and_stops_and_reaps_its_ls_on_a_signal(
     scenario = Scenario(turns=(Turn(chunks=(Chunk(text="from the spawned stand-in"),)),))
     binary = write_standin(tmp_path / "bin" / "ls", scenario_document=scenario_to_document(scenario), journal=journal)
     engine = start(["--port", "0", "--ls-binary", str(binary), "--api-key", KEY])
-    report = json.loads(ports_file(binary).read_text(encoding="utf-8"))
+    report = read_ports(binary)
     pid = report["pid"]
     try:
         assert engine.ls_address == f"127.0.0.1:{report['grpc']}"

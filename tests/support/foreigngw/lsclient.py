@@ -34,6 +34,9 @@ ERROR_STEP = cortex.CortexStepType.CORTEX_STEP_TYPE_ERROR_MESSAGE
 MODE_DEFAULT = common.ConversationalPlannerMode.CONVERSATIONAL_PLANNER_MODE_DEFAULT
 MODE_NO_TOOL = common.ConversationalPlannerMode.CONVERSATIONAL_PLANNER_MODE_NO_TOOL
 IDLE_GRACE_S = 8.0
+# Through a silence (the LS working without a visible step) the polls slow down, doubling up to this; any growth
+# brings them back to the configured interval.
+SLOWEST_POLL_S = 0.025
 CALL_TIMEOUT_S = 30.0
 WARM_TIMEOUT_S = 5.0
 
@@ -168,16 +171,17 @@ class LsClient:
 
     def run_turn(self, cascade_id: str, offset: int, on_growth: OnGrowth | None = None) -> Polled:
         """Poll from ``offset`` until the turn is done; ``on_growth`` gets what each poll found."""
-        interval = self._settings.poll_interval_s
+        interval = delay = self._settings.poll_interval_s
         started = last_growth = time.monotonic()
         saw_active, idle_polls, text, thinking, seen_steps, cut = False, 0, "", "", -1, False
         while True:
-            time.sleep(interval)
+            time.sleep(delay)
             steps = self._steps(cascade_id, offset)
             _raise_error_step(steps)
             grown = _answer(steps, final=False)
             now = time.monotonic()
-            if grown != text or len(steps) != seen_steps:
+            grew = grown != text or len(steps) != seen_steps
+            if grew:
                 last_growth = now
             thinking, text = _emit((thinking, text), (_thinking(steps), grown), on_growth)
             seen_steps = len(steps)
@@ -186,7 +190,9 @@ class LsClient:
                 break
             if self._status(cascade_id) != IDLE:
                 saw_active, idle_polls = True, 0
+                delay = interval if grew else min(2 * delay, max(interval, SLOWEST_POLL_S))
                 continue
+            delay = interval  # the turn may be over: its end is seen at the configured pace
             if not saw_active and now - started < IDLE_GRACE_S:
                 continue
             idle_polls += 1
