@@ -7,8 +7,9 @@ The first signal raises :class:`Interrupted` (a :class:`KeyboardInterrupt`, so H
 pytest treat it as the interrupt it is); later ones are remembered but do not raise, so the
 clean-up they would cut short finishes. A signal can land where an exception cannot propagate (a
 garbage-collector callback): long loops call :meth:`InterruptWatch.check` between steps, so the
-run still stops, one step later. Used by the ``cascade-conformance`` command, the pytest
-plugin and ``cascade-mutations``.
+run still stops, one step later; loops in parts that are not handed the watch (a launched gateway's
+wait until it answers) call :func:`raise_if_stopping`. Used by the ``cascade-conformance`` command,
+the pytest plugin and ``cascade-mutations``.
 """
 
 from __future__ import annotations
@@ -69,6 +70,18 @@ class InterruptWatch:
             self.shielded = before
 
 
+# The watches of the stop_signals_interrupt blocks now running, innermost last.
+_ACTIVE: list[InterruptWatch] = []
+
+
+def raise_if_stopping() -> None:
+    """In the main thread, raise :class:`Interrupted` when a stop signal arrived in the innermost running
+    :func:`stop_signals_interrupt` block outside a shield: for waiting loops that are not handed its
+    watch, so a signal that landed where it could not raise still stops them."""
+    if _ACTIVE and not _ACTIVE[-1].shielded and threading.current_thread() is threading.main_thread():
+        _ACTIVE[-1].check()
+
+
 def exit_code_of(exc: KeyboardInterrupt) -> int:
     """128 + the signal behind ``exc`` (a plain KeyboardInterrupt: SIGINT's 130)."""
     return 128 + (exc.signum if isinstance(exc, Interrupted) else signal.SIGINT)
@@ -106,9 +119,11 @@ def stop_signals_interrupt(on_repeat: Callable[[int], None] | None = None) -> It
 
     previous: dict[int, Any] = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
     previous_hook, sys.unraisablehook = sys.unraisablehook, unraisable
+    _ACTIVE.append(watch)
     try:
         yield watch
     finally:
+        _ACTIVE.remove(watch)
         sys.unraisablehook = previous_hook
         for sig, old in previous.items():
             signal.signal(sig, old)

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import IO, Literal
 
 from conformance.errors import TargetError, TargetSpecError
+from conformance.interrupts import raise_if_stopping
 from conformance.ls_handle import InProcessLs, LsHandle, StandinLs
 from conformance.options import PLACEHOLDERS
 from conformance.targets._interpreter import kit_python, missing_module_hint
@@ -291,6 +292,7 @@ class LaunchedGateway:
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.spec.ready_timeout_s
         while not self._answers_http(deadline):
+            raise_if_stopping()
             self._still_running("before it answered HTTP")
             if time.monotonic() >= deadline:
                 raise TargetError(
@@ -303,6 +305,7 @@ class LaunchedGateway:
         if self._standin is None:
             return
         while not self._standin.ready():
+            raise_if_stopping()
             self._still_running("before its LS came up")
             if time.monotonic() >= deadline:
                 raise TargetError(

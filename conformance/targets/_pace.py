@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from conformance.interrupts import raise_if_stopping
 from conformance.refusals import wait_hint
 
 _T = TypeVar("_T")
@@ -153,5 +154,6 @@ class Patience:
                 f"({self.budget_s - waited - wait:.0f} s of --rate-limit-wait left; {self.pace.describe()})"
             )
             self._sleep(wait)
+            raise_if_stopping()  # no retry after a stop signal that landed where it could not raise
             self.waits.add(wait)
             waited += wait
