@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -32,6 +33,8 @@ EXIT_WAIT_S = 2.0
 CLOSE_GRACE_S = 5.0
 # A killed adapter is reaped at once; this bound only guards against a process stuck in the kernel.
 KILLED_WAIT_S = 5.0
+# How long close() waits for the stdout reader to see the end of a reaped adapter's output.
+_READER_END_S = 1.0
 _STDERR_TAIL = 1500  # bytes of an adapter's stderr an error message shows at most
 _EOF = object()
 
@@ -65,9 +68,11 @@ class ExecTarget(DeclaredOperations):
                 process_group=0,
             )
         except OSError as exc:
+            self._stderr.close()
             raise TargetSpecError(f"exec:{shlex.join(command)}: cannot start the adapter: {exc}") from exc
         self._lines: queue.Queue[object] = queue.Queue()
-        threading.Thread(target=self._read, name="adapter-stdout", daemon=True).start()
+        self._reader = threading.Thread(target=self._read, name="adapter-stdout", daemon=True)
+        self._reader.start()
         self._next_id = 0
         self._hung = False  # a call went unanswered: close() kills at once, without the grace
         self._lock = threading.Lock()
@@ -93,7 +98,7 @@ class ExecTarget(DeclaredOperations):
         try:
             target._hello()
             target._timeout = call_timeout_s if call_timeout_s is not None else target._calibrate()
-        except (TargetError, TargetSpecError):
+        except BaseException:  # an error, or a stop signal during the handshake: the adapter is not left running
             target.close()
             raise
         return target
@@ -238,4 +243,17 @@ class ExecTarget(DeclaredOperations):
             except (OSError, subprocess.TimeoutExpired):
                 self._proc.kill()
                 self._proc.wait(timeout=KILLED_WAIT_S)
+        self._close_pipes()
         self._stderr.close()
+
+    def _close_pipes(self) -> None:
+        """The adapter's stdin, and its stdout once the reader has read to its end: left to the garbage
+        collector, each warned of itself in whatever code ran then. A grandchild that still holds stdout
+        open keeps the reader (a daemon) reading; its pipe is then left to it."""
+        with contextlib.suppress(OSError):  # an adapter gone before its last request was flushed
+            assert self._proc.stdin is not None
+            self._proc.stdin.close()
+        self._reader.join(timeout=_READER_END_S)
+        if not self._reader.is_alive():
+            assert self._proc.stdout is not None
+            self._proc.stdout.close()

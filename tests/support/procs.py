@@ -4,9 +4,26 @@ from __future__ import annotations
 
 import subprocess
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from engine.cascade.spawn import answers_h2c
+
+
+def start_in_session(
+    argv: Sequence[str], folder: Path, *, cwd: Path, env: Mapping[str, str], stderr_to_stdout: bool = False
+) -> subprocess.Popen[bytes]:
+    """``argv`` in a session of its own (a signal to it reaches it alone), its stdout written to
+    ``folder/stdout`` and its stderr to ``folder/stderr`` (or to stdout). Only the child keeps the files open."""
+    with (folder / "stdout").open("wb") as stdout, (folder / "stderr").open("wb") as stderr:
+        return subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=dict(env),
+            stdout=stdout,
+            stderr=subprocess.STDOUT if stderr_to_stdout else stderr,
+            start_new_session=True,
+        )
 
 
 def wait_for_grpc(address: str, proc: subprocess.Popen[bytes] | None = None, timeout_s: float = 25.0) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.procs import alive
+from tests.support.procs import alive, start_in_session
 from tests.support.stalling_targets import MARKER_ENV
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -71,15 +71,9 @@ def test_a_signal_at_any_stage_reaps_reports_where_and_exits_with_its_code(
     env = dict(os.environ) | {MARKER_ENV: str(marker), "PYTHONPATH": str(ROOT)}
     if stage == "report":
         env |= {"CASCADE_TEST_STALL_IN_REPORT": "1", "PYTHONPATH": f"{HOOKS}{os.pathsep}{ROOT}"}
-    proc = subprocess.Popen(
-        # -X faulthandler: a kit that hangs is made to show where (SIGABRT dumps every thread's stack).
-        [sys.executable, "-X", "faulthandler", "-m", "conformance.cli", "run", "--report", str(report), *options],
-        cwd=ROOT,
-        env=env,
-        stdout=(tmp_path / "stdout").open("wb"),
-        stderr=(tmp_path / "stderr").open("wb"),
-        start_new_session=True,
-    )
+    # -X faulthandler: a kit that hangs is made to show where (SIGABRT dumps every thread's stack).
+    argv = [sys.executable, "-X", "faulthandler", "-m", "conformance.cli", "run", "--report", str(report), *options]
+    proc = start_in_session(argv, tmp_path, cwd=ROOT, env=env)
     deadline = time.monotonic() + _WAIT_S
     while not (marker.exists() and marker.read_text()):
         assert proc.poll() is None, f"the kit exited before the stall: {_text(tmp_path / 'stderr')}"

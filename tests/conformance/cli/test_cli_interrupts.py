@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.procs import alive, descendants
+from tests.support.procs import alive, descendants, start_in_session
 from tests.support.stalling_targets import MARKER_ENV
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -26,14 +26,8 @@ _WAIT_S = 60.0
 
 def _start(tmp_path: Path, *args: str) -> subprocess.Popen[bytes]:
     env = dict(os.environ) | {MARKER_ENV: str(tmp_path / "stalled"), "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen(
-        [sys.executable, "-m", "conformance.cli", "run", "--report", str(tmp_path / "report"), *args],
-        cwd=ROOT,
-        env=env,
-        stdout=(tmp_path / "stdout").open("wb"),
-        stderr=(tmp_path / "stderr").open("wb"),
-        start_new_session=True,
-    )
+    argv = [sys.executable, "-m", "conformance.cli", "run", "--report", str(tmp_path / "report"), *args]
+    return start_in_session(argv, tmp_path, cwd=ROOT, env=env)
 
 
 def _wait_for(condition: str, check: object, proc: subprocess.Popen[bytes], tmp_path: Path) -> None:
@@ -130,14 +124,8 @@ def test_sigterm_ends_a_plugin_session_as_interrupted_and_reaps_the_adapter(tmp_
     target = f"exec:{sys.executable} -m conformance.adapter {STALLS}"
     junit = tmp_path / "junit.xml"
     argv = ["-p", "no:cacheprovider", "-q", "--cascade-target", target, "--cascade-only", "WIRE-2,WIRE-3"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest", *argv, f"--junitxml={junit}"],
-        cwd=tmp_path,
-        env=env,
-        stdout=(tmp_path / "stdout").open("wb"),
-        stderr=(tmp_path / "stderr").open("wb"),
-        start_new_session=True,
-    )
+    command = [sys.executable, "-m", "pytest", *argv, f"--junitxml={junit}"]
+    proc = start_in_session(command, tmp_path, cwd=tmp_path, env=env)
     marker = tmp_path / "stalled"
     _wait_for("the stall in WIRE-3", lambda: marker.exists() and marker.read_text(), proc, tmp_path)
     adapter = int(marker.read_text())

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.procs import alive
+from tests.support.procs import alive, start_in_session
 from tests.support.stalling_targets import MARKER_ENV
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -37,14 +37,8 @@ def test_an_interrupted_session_writes_the_report_of_what_finished(tmp_path: Pat
     marker = tmp_path / "stalled"
     env = dict(os.environ) | {MARKER_ENV: str(marker), "PYTHONPATH": str(ROOT)}
     argv = ["-p", "no:cacheprovider", "-q", *mode, "--cascade-target", STALLS, "--cascade-only", "WIRE-2,WIRE-3"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest", *argv, "--cascade-report", str(report)],
-        cwd=tmp_path,
-        env=env,
-        stdout=(tmp_path / "stdout").open("wb"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    command = [sys.executable, "-m", "pytest", *argv, "--cascade-report", str(report)]
+    proc = start_in_session(command, tmp_path, cwd=tmp_path, env=env, stderr_to_stdout=True)
     deadline = time.monotonic() + _WAIT_S
     while not (marker.exists() and marker.read_text()):
         assert proc.poll() is None, (tmp_path / "stdout").read_text(encoding="utf-8", errors="replace")

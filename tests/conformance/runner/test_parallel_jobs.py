@@ -16,7 +16,7 @@ import pytest
 
 from conformance.cli import main
 from conformance.jobs import JOBS_ENV, jobs_for
-from tests.support.procs import alive, descendants
+from tests.support.procs import alive, descendants, start_in_session
 from tests.support.stalling_targets import MARKER_ENV
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -77,25 +77,9 @@ def test_jobs_is_a_whole_number_from_1_or_auto(text: str, capsys: pytest.Capture
 def test_a_signal_ends_every_worker_and_what_it_launched(tmp_path: Path) -> None:
     marker, report = tmp_path / "stalled", tmp_path / "report"
     target = f"exec:{sys.executable} -m conformance.adapter python:tests.support.stalling_targets:stalls_on_serve"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "conformance.cli",
-            "run",
-            "--target",
-            target,
-            "--only",
-            "WIRE-2,WIRE-3",
-            *JOBS_2,
-            str(report),
-        ],
-        cwd=ROOT,
-        env=dict(os.environ) | {MARKER_ENV: str(marker), "PYTHONPATH": str(ROOT)},
-        stdout=(tmp_path / "stdout").open("wb"),
-        stderr=(tmp_path / "stderr").open("wb"),
-        start_new_session=True,
-    )
+    argv = [sys.executable, "-m", "conformance.cli", "run", "--target", target, "--only", "WIRE-2,WIRE-3", *JOBS_2]
+    env = dict(os.environ) | {MARKER_ENV: str(marker), "PYTHONPATH": str(ROOT)}
+    proc = start_in_session([*argv, str(report)], tmp_path, cwd=ROOT, env=env)
     deadline = time.monotonic() + 60
     while not (marker.exists() and marker.read_text() and "[1/2] WIRE-2 ... pass" in _err(tmp_path)):
         assert proc.poll() is None, _err(tmp_path)

@@ -4,17 +4,23 @@ errors for adapters that answer outside the protocol. The adapters are scripted 
 
 from __future__ import annotations
 
+import gc
 import json
 import locale
+import os
+import re
 import shlex
 import signal
+import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from conformance.errors import TargetError, TargetSpecError
+from conformance.interrupts import Interrupted, stop_signals_interrupt
 from conformance.targets import ExecTarget, _exec, load_target
 from conformance.targets._exec import (
     CALL_TIMEOUT_FLOOR_S,
@@ -22,6 +28,7 @@ from conformance.targets._exec import (
     HANDSHAKE_TIMEOUT_S,
     protocol_schema,
 )
+from tests.support.procs import alive
 
 HELLO: dict[str, Any] = {
     "protocol": 1,
@@ -388,3 +395,40 @@ def test_the_protocol_is_utf8_json_whatever_the_locale(tmp_path: Path, monkeypat
         target.close()
     sent = [json.loads(text) for text in log.read_text(encoding="utf-8").splitlines()]
     assert sent[1] == {"id": 1, "op": "ls.decode_request", "params": {"method": "Hé", "raw_b64": "AA=="}}
+
+
+@pytest.mark.parametrize("tail", ["cat >/dev/null", "exit 0"], ids=["running", "exited-before-close"])
+def test_close_leaves_no_pipe_for_the_garbage_collector_to_warn_of(tmp_path: Path, tail: str) -> None:
+    target = start(adapter(tmp_path, answer(0, HELLO), tail=tail))
+    if tail == "exit 0":
+        target._proc.wait(timeout=10)  # gone before close(): its stdin was once left open
+    gc.collect()  # what earlier tests left to the collector warns now, not below
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        target.close()
+        del target
+        gc.collect()
+    pipes = [str(w.message) for w in caught if re.search(r"TextIOWrapper name=\d", str(w.message))]
+    assert pipes == []
+
+
+def test_a_stop_signal_during_the_handshake_ends_the_adapter(tmp_path: Path) -> None:
+    pid_file = tmp_path / "adapter.pid"
+    command = f"sh -c {shlex.quote(f'echo $$ > {pid_file}; exec sleep 60')}"
+
+    def interrupt_once_it_runs() -> None:
+        deadline = time.monotonic() + 20
+        while not pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    stopper = threading.Thread(target=interrupt_once_it_runs, daemon=True)
+    with stop_signals_interrupt():
+        stopper.start()
+        try:
+            with pytest.raises(Interrupted):
+                start(command, call_timeout_s=30)
+        finally:
+            stopper.join()
+    pid = int(pid_file.read_text())
+    assert not alive(pid), "the adapter outlived the interrupted handshake"

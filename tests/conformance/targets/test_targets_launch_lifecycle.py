@@ -235,6 +235,7 @@ def test_the_gateway_port_is_asked_for_on_the_loopback_of_its_host(
 
     monkeypatch.setattr(_launch, "free_port", free_port_on)
     gateway = LaunchedGateway(LaunchSpec("gw {port}", wiring="none"), host=host, port=0)
+    gateway.stop()  # never started: removes its temporary folder
     assert (asked, gateway.port) == ([loopback], 4242)
 
 
