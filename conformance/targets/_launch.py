@@ -174,7 +174,7 @@ def _outside_the_ephemeral_range(tries: int = 64) -> list[int]:
         low, high = (int(word) for word in _EPHEMERAL_RANGE.read_text(encoding="ascii").split())
     except (OSError, ValueError):
         return []
-    spans = [(lo, hi) for lo, hi in ((_FIRST_PICKED_PORT, low - 1), (high + 1, 65535)) if hi - lo >= tries]
+    spans = [(lo, hi) for lo, hi in ((_FIRST_PICKED_PORT, low - 1), (high + 1, 65535)) if hi - lo + 1 >= tries]
     if not spans:
         return []
     lo, hi = max(spans, key=lambda span: span[1] - span[0])

@@ -41,9 +41,10 @@ def _with_range(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, text: str) -> N
     [
         ("32768\t60999\n", range(10000, 32768)),  # Linux's default: the span below is the wider
         ("10065 65535", range(10000, 10065)),  # 65 ports below: enough
-        ("10064 65535", None),  # 64 ports below (10000..10063) but 63 apart: too few
-        ("10000 65470", range(65471, 65536)),  # 65 ports above: enough
-        ("10000 65471", None),  # 64 above: too few
+        ("10064 65535", range(10000, 10064)),  # 64 ports below (10000..10063): one per try, enough
+        ("10063 65535", None),  # 63 below: too few
+        ("10000 65471", range(65472, 65536)),  # 64 ports above: enough
+        ("10000 65472", None),  # 63 above: too few
         ("1024 20000", range(20001, 65536)),  # a range starting below 10000 leaves the span above
     ],
 )
