@@ -12,7 +12,6 @@ two implementations:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
@@ -20,7 +19,7 @@ from conformance.errors import TargetError
 from fakels.control_client import ControlClient, ControlError
 from fakels.scenario import ScenarioError, parse_scenario
 from fakels.server import FakeLSThread
-from fakels.standin import ports_file
+from fakels.standin import ports_file, read_ports
 
 # Why nothing of the wire can be judged on an HTTP target: the kit did not launch it, or launched it unwired.
 NOT_WIRED = "the gateway's language server is not wired to the kit (--launch with dial or spawn)"
@@ -108,7 +107,7 @@ class StandinLs:
 
     def ports(self) -> dict[str, Any]:
         try:
-            report: dict[str, Any] = json.loads(ports_file(self._executable).read_text(encoding="utf-8"))
+            report = read_ports(self._executable, wait_s=0)
         except (OSError, ValueError) as exc:
             _unreachable(f"the stand-in LS at {self._executable} has not reported its ports ({exc})")
         return report
@@ -124,7 +123,7 @@ class StandinLs:
     def pid(self) -> int | None:
         """The pid the running stand-in reported; None before it reported one."""
         try:
-            pid = json.loads(ports_file(self._executable).read_text(encoding="utf-8")).get("pid")
+            pid = read_ports(self._executable, wait_s=0).get("pid")
         except (OSError, ValueError, AttributeError):
             return None
         return pid if isinstance(pid, int) else None

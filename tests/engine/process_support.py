@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import stat
@@ -10,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fakels.standin import ports_file
+from fakels.standin import read_ports
 
 
 def gone(pid: int) -> bool:
@@ -37,7 +36,7 @@ def kill_standin_left_running(binary: Path) -> None:
     """SIGKILL the stand-in written at ``binary`` if it still runs. A test whose engine failed to stop
     its LS must not leave it serving for the rest of the session (under mutation: every later mutant's)."""
     try:
-        pid = int(json.loads(ports_file(binary).read_text(encoding="utf-8"))["pid"])
+        pid = int(read_ports(binary, wait_s=0)["pid"])
         if not gone(pid) and str(binary).encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
             os.kill(pid, signal.SIGKILL)
     except (OSError, ValueError, KeyError, TypeError):
